@@ -1,0 +1,37 @@
+# Two entry points: `make demo` (the main job on its embedded default) and `make test`.
+# Each does its own idempotent set-up into .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TORCH_CPU := torch==2.13.0
+
+.PHONY: demo test test-compat lint setup clean-demo
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# CPU build of torch first, so the project's range is already met and no CUDA wheels come in.
+	$(BIN)/pip install -q $(TORCH_CPU)
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m corpus.harvest --scale tiny --max-configs 6 --families add,softmax,matmul --out demo-dataset
+	$(BIN)/python -m schemas check demo-dataset
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+# The extract tests again under the oldest supported Triton (3.6), in a venv of its own.
+test-compat:
+	bash .ci/extract-triton36.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m schemas doc --check
+
+clean-demo:
+	rm -rf demo-dataset

@@ -1,0 +1,1 @@
+"""The benchmark suite: kernel families, their config spaces, shapes and references."""

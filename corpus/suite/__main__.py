@@ -1,0 +1,146 @@
+"""``python -m corpus.suite``: list the suite, show one family, or check configs against the
+torch reference.
+
+    python -m corpus.suite list [--scale default] [--suite MODULE ...]
+    python -m corpus.suite show NAME [--suite MODULE ...]
+    python -m corpus.suite check [NAME ...] [--scale tiny] [--samples 3] [--all] [--device cpu]
+
+``check`` on ``--device cpu`` runs Triton's interpreter, selected here before any kernel
+module is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
+from corpus.suite.spec import SCALES
+
+
+@dataclass(frozen=True)
+class ListCommand:
+    suites: tuple[str, ...]
+    scale: str
+
+
+@dataclass(frozen=True)
+class ShowCommand:
+    suites: tuple[str, ...]
+    name: str
+
+
+@dataclass(frozen=True)
+class CheckCommand:
+    suites: tuple[str, ...]
+    names: tuple[str, ...]
+    scale: str
+    device: str
+    samples: int
+    seed: int
+    every_config: bool
+    json_path: Path | None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m corpus.suite", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def add_suite(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--suite",
+            action="append",
+            metavar="MODULE",
+            help=f"suite module or package to load (repeatable; default {BUILTIN_SUITE})",
+        )
+
+    listing = commands.add_parser("list", help="table of families with config/shape/run counts")
+    add_suite(listing)
+    listing.add_argument("--scale", choices=SCALES, default="default", help="scale the run counts refer to")
+
+    show = commands.add_parser("show", help="one family: config space, default config, shapes")
+    add_suite(show)
+    show.add_argument("name", help="family name")
+
+    check = commands.add_parser("check", help="run configs once and compare with the torch reference")
+    add_suite(check)
+    check.add_argument("names", nargs="*", help="families to check (default: all)")
+    check.add_argument("--scale", choices=SCALES, default="tiny")
+    check.add_argument(
+        "--device", default="cpu", help="'cpu' runs Triton's interpreter (float32/float16 only); or 'cuda'"
+    )
+    check.add_argument("--samples", type=int, default=3, help="valid configs sampled per family besides the default")
+    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--all", dest="every_config", action="store_true", help="check every valid config")
+    check.add_argument("--json", dest="json_path", type=Path, help="also write the results as JSON here")
+    return parser
+
+
+def _suites(values: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(values) if values else (BUILTIN_SUITE,)
+
+
+def run_list(command: ListCommand, console: Console) -> None:
+    from corpus.suite.report import list_table
+
+    console.print(list_table(load_suite(command.suites), command.scale))
+
+
+def run_show(command: ShowCommand, console: Console) -> None:
+    from corpus.suite.report import show_family
+
+    spec = select(load_suite(command.suites), [command.name])[command.name]
+    console.print(show_family(spec))
+
+
+def run_check(command: CheckCommand, console: Console) -> bool:
+    if command.device == "cpu":
+        # Must precede the first import of a kernel module: @triton.jit reads it then.
+        os.environ["TRITON_INTERPRET"] = "1"
+    from corpus.suite.check import INTERPRETER_DTYPES, check_suite
+
+    specs = select(load_suite(command.suites), command.names)
+    dtypes = INTERPRETER_DTYPES if command.device == "cpu" else None
+    results = check_suite(
+        specs, command.scale, command.device, dtypes, command.samples, command.seed, command.every_config
+    )
+    for r in results:
+        status = "[green]ok[/]" if r.ok else f"[red]FAIL[/] {r.error}"
+        console.print(f"{r.family:24} {r.shape:28} {r.dtype:9} {r.seconds:6.2f}s {r.config}  {status}", highlight=False)
+    failed = sum(not r.ok for r in results)
+    console.print(f"{len(results) - failed} passed, {failed} failed, {len(specs)} families")
+    if command.json_path is not None:
+        command.json_path.write_text(json.dumps([r.as_dict() for r in results], indent=1))
+    return failed == 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # Piped output (CI logs, files) gets a fixed width instead of rich's 80-column fallback.
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    suites = _suites(args.suite)
+    try:
+        if args.command == "list":
+            run_list(ListCommand(suites, args.scale), console)
+        elif args.command == "show":
+            run_show(ShowCommand(suites, args.name), console)
+        else:
+            command = CheckCommand(
+                suites, tuple(args.names), args.scale, args.device, args.samples, args.seed, args.every_config, args.json_path
+            )
+            return 0 if run_check(command, console) else 1
+    except (KeyError, ModuleNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}", highlight=False)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Run suite configs once and compare their outputs with the family's torch reference.
+
+This is the correctness check behind ``python -m corpus.suite check`` and the suite tests.
+On a machine without a GPU it runs in Triton's interpreter, which must be selected (the
+``TRITON_INTERPRET=1`` environment variable) before any kernel module is imported; the
+entry point does that, this library does not read the environment.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from corpus.suite.spec import Config, KernelSpec, shape_name
+
+INTERPRETER_DTYPES: tuple[str, ...] = ("float32", "float16")
+"""Dtypes the Triton interpreter computes correctly (its bfloat16 arithmetic is broken)."""
+
+
+@dataclass(frozen=True)
+class CheckCase:
+    """One launch to check: a family's shape, dtype and config."""
+
+    family: str
+    dims: Mapping[str, int]
+    dtype: str
+    config: Config
+    is_default: bool
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one :class:`CheckCase` (JSON-friendly)."""
+
+    family: str
+    shape: str
+    dtype: str
+    config: str
+    is_default: bool
+    ok: bool
+    error: str | None
+    seconds: float
+    """Wall time of the launch (ms resolution is plenty; includes interpreter overhead)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan_cases(
+    spec: KernelSpec,
+    scale: str,
+    dtypes: Sequence[str] | None = None,
+    samples: int = 3,
+    seed: int = 0,
+    every_config: bool = False,
+) -> list[CheckCase]:
+    """The default config on every shape x dtype of ``scale`` (where it is valid), plus
+    ``samples`` other valid (shape, dtype, config) combinations drawn with ``seed`` — or every
+    valid combination with ``every_config``. ``dtypes`` limits the family's dtypes."""
+    chosen_dtypes = [d for d in spec.dtypes if dtypes is None or d in dtypes]
+    default = spec.default_config()
+    cases: list[CheckCase] = []
+    others: list[CheckCase] = []
+    for dims in spec.shapes_for(scale):
+        for dtype in chosen_dtypes:
+            for config in spec.valid_configs(dims, dtype):
+                case = CheckCase(spec.name, dims, dtype, config, config == default)
+                (cases if case.is_default else others).append(case)
+    if every_config:
+        return cases + others
+    rng = random.Random(f"{seed}:{spec.name}")
+    return cases + rng.sample(others, min(samples, len(others)))
+
+
+def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> CheckResult:
+    """Build seeded inputs, launch ``case.config`` once and compare every output with the
+    reference computed from pristine copies of the inputs. Exceptions become failed results."""
+    started = time.perf_counter()
+    try:
+        inputs = spec.make_inputs(case.dims, case.dtype, device, seed)
+        expected = spec.reference(_copy_inputs(inputs), case.dims)
+        spec.launch(inputs, case.dims, case.config)
+        problems = spec.mismatches({name: inputs[name] for name in spec.outputs}, expected, case.dtype)
+        error = "; ".join(f"{name}: {why}" for name, why in problems.items()) or None
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return CheckResult(
+        family=spec.name,
+        shape=shape_name(case.dims),
+        dtype=case.dtype,
+        config=case.config.launch,
+        is_default=case.is_default,
+        ok=error is None,
+        error=error,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _copy_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: value.clone() if hasattr(value, "clone") else value for name, value in inputs.items()}
+
+
+def check_suite(
+    specs: Mapping[str, KernelSpec],
+    scale: str,
+    device: str,
+    dtypes: Sequence[str] | None = None,
+    samples: int = 3,
+    seed: int = 0,
+    every_config: bool = False,
+) -> list[CheckResult]:
+    """:func:`run_case` over :func:`plan_cases` of every family, in family order."""
+    results = []
+    for spec in specs.values():
+        for case in plan_cases(spec, scale, dtypes, samples, seed, every_config):
+            results.append(run_case(spec, case, device, seed))
+    return results
+

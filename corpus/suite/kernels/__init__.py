@@ -1,0 +1,1 @@
+"""Built-in kernel families, one module each."""

@@ -1,0 +1,68 @@
+"""Registration and discovery of kernel families.
+
+A suite is any importable module or package: importing it (and, for a package, every
+submodule) runs the ``@register`` decorators of the families it defines. The built-in suite
+is :data:`BUILTIN_SUITE`; users point the harvest at their own with ``--suite mypkg.kernels``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable
+
+from corpus.suite.spec import CATEGORIES, KernelSpec
+
+BUILTIN_SUITE = "corpus.suite.kernels"
+
+_REGISTRY: dict[str, KernelSpec] = {}
+
+
+def register(cls: type[KernelSpec]) -> type[KernelSpec]:
+    """Class decorator: instantiate the family and add it to the registry."""
+    for attr in ("name", "category", "dtypes", "shapes", "outputs"):
+        if not hasattr(cls, attr):
+            raise TypeError(f"kernel family {cls.__qualname__} does not set class attribute {attr!r}")
+    if cls.category not in CATEGORIES:
+        raise ValueError(f"kernel family {cls.name!r}: unknown category {cls.category!r}; expected one of {CATEGORIES}")
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and type(existing).__qualname__ != cls.__qualname__:
+        raise ValueError(
+            f"kernel family name {cls.name!r} registered twice: by {type(existing).__module__} and {cls.__module__}"
+        )
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def _import_tree(module_name: str) -> list[str]:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(f"suite module {module_name!r} cannot be imported: {exc}") from exc
+    names = [module.__name__]
+    if hasattr(module, "__path__"):
+        for info in pkgutil.walk_packages(module.__path__, prefix=module.__name__ + "."):
+            importlib.import_module(info.name)
+            names.append(info.name)
+    return names
+
+
+def load_suite(modules: str | Iterable[str] = BUILTIN_SUITE) -> dict[str, KernelSpec]:
+    """Import the suite module(s) and return their families by name, sorted by name."""
+    module_names = [modules] if isinstance(modules, str) else list(modules)
+    imported: set[str] = set()
+    for name in module_names:
+        imported.update(_import_tree(name))
+    specs = {n: s for n, s in _REGISTRY.items() if type(s).__module__ in imported}
+    return dict(sorted(specs.items()))
+
+
+def select(specs: dict[str, KernelSpec], names: Iterable[str] | None) -> dict[str, KernelSpec]:
+    """Subset of ``specs`` by family name; unknown names raise with the known ones listed."""
+    if not names:
+        return specs
+    wanted = list(names)
+    unknown = [n for n in wanted if n not in specs]
+    if unknown:
+        raise KeyError(f"unknown kernel famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(specs)}")
+    return {n: specs[n] for n in wanted}

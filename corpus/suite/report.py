@@ -1,0 +1,179 @@
+"""Summaries of a suite for humans: the ``list`` table, the ``show`` page and the totals.
+
+Counting is pure Python over the specs (no kernel is compiled or run), so it is instant even
+for tens of thousands of configs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from corpus.suite.spec import SCALES, Config, Dims, KernelSpec, shape_name
+
+
+@dataclass(frozen=True)
+class FamilySummary:
+    """Counts of one family; ``runs`` and ``valid_configs`` are for one scale."""
+
+    name: str
+    category: str
+    dtypes: tuple[str, ...]
+    configs: int
+    """Size of the full config space."""
+    shapes: Mapping[str, int]
+    """Number of shapes per scale."""
+    scale: str
+    runs: int
+    """(shape, dtype) pairs at ``scale``: one autotune run each."""
+    valid_configs: int
+    """Valid (shape, dtype, config) combinations at ``scale``."""
+    combinations: int
+    """All (shape, dtype, config) combinations at ``scale``, invalid ones included."""
+
+
+@dataclass(frozen=True)
+class SuiteTotals:
+    """Totals over the families of a suite at one scale."""
+
+    scale: str
+    families: int
+    runs: int
+    valid_configs: int
+    combinations: int
+
+
+def summarize(spec: KernelSpec, scale: str) -> FamilySummary:
+    """Count the runs and valid configs ``spec`` contributes at ``scale``."""
+    space = spec.config_space()
+    shapes = spec.shapes_for(scale)
+    valid = sum(
+        1
+        for dims in shapes
+        for dtype in spec.dtypes
+        for config in space
+        if spec.invalid_reason(config, dims, dtype) is None
+    )
+    return FamilySummary(
+        name=spec.name,
+        category=spec.category,
+        dtypes=tuple(spec.dtypes),
+        configs=len(space),
+        shapes={s: len(spec.shapes_for(s)) for s in SCALES},
+        scale=scale,
+        runs=len(shapes) * len(spec.dtypes),
+        valid_configs=valid,
+        combinations=len(shapes) * len(spec.dtypes) * len(space),
+    )
+
+
+def totals(summaries: list[FamilySummary], scale: str) -> SuiteTotals:
+    return SuiteTotals(
+        scale=scale,
+        families=len(summaries),
+        runs=sum(s.runs for s in summaries),
+        valid_configs=sum(s.valid_configs for s in summaries),
+        combinations=sum(s.combinations for s in summaries),
+    )
+
+
+def suite_totals(specs: Mapping[str, KernelSpec], scale: str) -> SuiteTotals:
+    """Families, runs and valid configs of the whole suite at ``scale``."""
+    return totals([summarize(spec, scale) for spec in specs.values()], scale)
+
+
+def list_table(specs: Mapping[str, KernelSpec], scale: str) -> Table:
+    """One row per family plus a totals footer, for ``python -m corpus.suite list``."""
+    summaries = [summarize(spec, scale) for spec in specs.values()]
+    total = totals(summaries, scale)
+    table = Table(title=f"kernel suite — runs and valid configs at scale '{scale}'", show_footer=True)
+    table.add_column("family", footer=f"{total.families} families")
+    table.add_column("category", footer=f"{len({s.category for s in summaries})} categories")
+    table.add_column("configs", justify="right", footer=str(sum(s.configs for s in summaries)))
+    shape_footer = "/".join(str(sum(s.shapes[each] for s in summaries)) for each in SCALES)
+    table.add_column("shapes " + "/".join(each[0] for each in SCALES), justify="right", footer=shape_footer)
+    table.add_column("dtypes")
+    table.add_column("runs", justify="right", footer=str(total.runs))
+    table.add_column("valid configs", justify="right", footer=str(total.valid_configs))
+    for s in summaries:
+        table.add_row(
+            s.name,
+            s.category,
+            str(s.configs),
+            "/".join(str(s.shapes[each]) for each in SCALES),
+            " ".join(_SHORT_DTYPES.get(d, d) for d in s.dtypes),
+            str(s.runs),
+            str(s.valid_configs),
+        )
+    table.caption = (
+        f"shapes per scale {'/'.join(SCALES)}; run = family x shape x dtype at '{scale}'; "
+        f"{total.valid_configs} of {total.combinations} (shape, dtype, config) combinations are valid"
+    )
+    return table
+
+
+_SHORT_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
+
+
+def config_space_summary(space: list[Config]) -> dict[str, list[Any]]:
+    """The distinct values of every knob in ``space`` (meta-parameters and compile options)."""
+    values: dict[str, set[Any]] = {}
+    for config in space:
+        knobs = {**config.kwargs, **config.compile_options()}
+        for key, value in knobs.items():
+            values.setdefault(key, set()).add(value)
+    return {key: sorted(v, key=lambda x: (x is None, x)) for key, v in values.items()}
+
+
+def kernel_name(spec: KernelSpec) -> str:
+    """Name of the entry ``@triton.jit`` function (JIT or interpreted)."""
+    kernel = spec.kernel
+    fn = getattr(kernel, "fn", kernel)
+    return getattr(fn, "__name__", repr(kernel))
+
+
+def show_family(spec: KernelSpec) -> Group:
+    """The ``python -m corpus.suite show NAME`` page of one family."""
+    space = spec.config_space()
+    default = spec.default_config()
+    header = Table.grid(padding=(0, 2))
+    header.add_column(style="bold")
+    header.add_column()
+    header.add_row("family", spec.name)
+    header.add_row("kernel", f"{kernel_name(spec)}  ({type(spec).__module__})")
+    header.add_row("category", spec.category)
+    header.add_row("dtypes", ", ".join(spec.dtypes))
+    header.add_row("outputs", ", ".join(spec.outputs))
+    header.add_row("mutated", ", ".join(spec.mutated) or "none")
+    header.add_row("config space", f"{len(space)} configs")
+    for knob, values in config_space_summary(space).items():
+        header.add_row(f"  {knob}", ", ".join(str(v) for v in values))
+    header.add_row("default config", default.launch)
+
+    shapes = Table(title="shapes (flops and bytes per launch; valid configs per dtype)")
+    shapes.add_column("scale")
+    shapes.add_column("shape")
+    shapes.add_column("GFLOP", justify="right")
+    for dtype in spec.dtypes:
+        shapes.add_column(f"MB {dtype}", justify="right")
+    for dtype in spec.dtypes:
+        shapes.add_column(f"valid {dtype}", justify="right")
+    for scale in SCALES:
+        for dims in spec.shapes_for(scale):
+            shapes.add_row(
+                scale,
+                shape_name(dims),
+                f"{spec.flops(dims) / 1e9:.3f}",
+                *(f"{spec.bytes_moved(dims, d) / 1e6:.2f}" for d in spec.dtypes),
+                *(f"{_valid_count(spec, space, dims, d)}/{len(space)}" for d in spec.dtypes),
+            )
+    return Group(header, Text(""), shapes)
+
+
+def _valid_count(spec: KernelSpec, space: list[Config], dims: Dims, dtype: str) -> int:
+    return sum(1 for c in space if spec.invalid_reason(c, dims, dtype) is None)

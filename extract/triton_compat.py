@@ -1,0 +1,317 @@
+"""Every use of Triton's private Python API lives here, and only here.
+
+Triton's JIT internals (argument specialization) and its MLIR bindings
+(``triton._C.libtriton.ir``) are not a stable API: methods appear and disappear between
+releases (3.6 has no ``operation.get_int_attr``, ``value.get_shape`` or
+``location.get_name``; 3.9 does). This module uses only what 3.6 through 3.9 all offer:
+
+- JIT: ``create_function_from_signature(signature, params, backend)`` and
+  ``JITFunction._pack_args(...)`` -- the very code a GPU launch runs to specialize arguments.
+- MLIR: ``ir.parse_mlir_module`` (parse + verify), ``module.walk``, and per operation
+  ``get_name / get_num_operands / get_operand / get_num_results / get_result /
+  get_num_regions / get_region / get_block``, ``block.get_parent / get_num_arguments /
+  get_argument / id``, ``region.id``, ``value.id / get_type``, ``str(type)``.
+
+Everything the bindings do not expose uniformly (attributes, locations) is read from the
+printed IR text by :mod:`extract.irtext`. The rest of the package sees plain Python data
+(:class:`RawOp`), never a binding object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, make_backend
+
+TRITON_VERSION: str = triton.__version__
+
+
+# --------------------------------------------------------------------------------------
+# Compilation: specialization exactly as the JIT does it, for an explicit target
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """What ``JITFunction.run`` hands to ``triton.compile`` for one call."""
+
+    signature: dict[str, str]
+    constexprs: dict[tuple[int, ...], Any]
+    attrs: dict[tuple[int, ...], Any]
+    options: dict[str, Any]
+
+
+def _jit_launch_kwargs(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Add the option kwargs that ``JITFunction.run`` injects before specializing.
+
+    They feed the option hash of the cache key, so they must match a real launch.
+    """
+    from triton import knobs
+
+    launch = dict(kwargs)
+    launch["debug"] = launch.get("debug", getattr(fn, "debug", None)) or knobs.runtime.debug
+    launch["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    if hasattr(knobs.compilation, "fpsan_homomorphic_casts"):  # added after 3.6
+        launch["fpsan_homomorphic_casts"] = knobs.compilation.fpsan_homomorphic_casts
+    return launch
+
+
+def specialize(fn: Any, args: Mapping[str, Any], target: GPUTarget, options: Mapping[str, Any]) -> Specialization:
+    """Specialize ``fn`` for ``args`` the way the JIT would on a device of ``target``."""
+    from triton.runtime.jit import create_function_from_signature
+
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    kwargs = _jit_launch_kwargs(fn, {**args, **options})
+    bound_args, specialization, leftover = binder(**kwargs)
+    parsed_options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, leftover)
+    return Specialization(signature, constexprs, attrs, dict(parsed_options.__dict__))
+
+
+@dataclass(frozen=True)
+class CompiledVariant:
+    """A compiled kernel reduced to plain data."""
+
+    asm: dict[str, str | bytes]
+    metadata: dict[str, Any]
+    compile_time_s: float
+    cache_hit: bool
+
+
+@contextlib.contextmanager
+def _listening(always_compile: bool) -> Iterator[dict[str, Any]]:
+    """Temporarily install a compilation listener (both 3.6 and 3.9 call it) to learn
+    whether ``triton.compile`` was served from the on-disk cache."""
+    from triton import knobs
+
+    seen: dict[str, Any] = {}
+
+    def listener(*, cache_hit: bool, **_: Any) -> None:
+        seen["cache_hit"] = cache_hit
+
+    with _KNOB_LOCK:
+        previous_listener = knobs.compilation.listener
+        previous_always = knobs.compilation.always_compile
+        knobs.compilation.listener = listener
+        knobs.compilation.always_compile = always_compile or previous_always
+        try:
+            yield seen
+        finally:
+            knobs.compilation.listener = previous_listener
+            knobs.compilation.always_compile = previous_always
+
+
+_KNOB_LOCK = threading.Lock()
+
+
+def compile_ast(
+    fn: Any, spec: Specialization, target: GPUTarget, *, always_compile: bool = False
+) -> CompiledVariant:
+    """Run ``triton.compile`` on ``fn`` as specialized; exceptions propagate unchanged."""
+    source = ASTSource(fn, spec.signature, spec.constexprs, spec.attrs)
+    with _listening(always_compile) as seen:
+        start = time.perf_counter()
+        kernel = triton.compile(source, target=target, options=dict(spec.options))
+        elapsed = time.perf_counter() - start
+    return CompiledVariant(
+        asm=compiled_asm(kernel),
+        metadata=compiled_metadata(kernel),
+        compile_time_s=elapsed,
+        cache_hit=bool(seen.get("cache_hit", False)),
+    )
+
+
+def compiled_asm(kernel: Any) -> dict[str, str | bytes]:
+    """The IR texts and binary of a ``CompiledKernel`` as a plain dict."""
+    return {key: kernel.asm[key] for key in kernel.asm if key != "source"}
+
+
+def compiled_metadata(kernel: Any) -> dict[str, Any]:
+    """The metadata of a ``CompiledKernel`` as a plain dict (``target`` as 'cuda:90')."""
+    raw = kernel.metadata
+    meta = dict(raw._asdict()) if hasattr(raw, "_asdict") else dict(vars(raw))
+    target = meta.get("target")
+    if isinstance(target, GPUTarget) or (hasattr(target, "backend") and hasattr(target, "arch")):
+        meta["target"] = f"{target.backend}:{target.arch}"
+    elif isinstance(target, (list, tuple)) and len(target) >= 2:
+        meta["target"] = f"{target[0]}:{target[1]}"
+    return meta
+
+
+def is_compiled_kernel(obj: Any) -> bool:
+    """True for Triton's ``CompiledKernel`` (duck-typed: ``asm`` and ``metadata``)."""
+    return hasattr(obj, "asm") and hasattr(obj, "metadata") and hasattr(obj, "hash")
+
+
+# --------------------------------------------------------------------------------------
+# MLIR: parse and verify a module, walk it into plain records
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RawOp:
+    """One operation as the bindings see it. Values and blocks are identified by integer
+    ids that are unique within one parsed module."""
+
+    name: str
+    operands: list[int]
+    results: list[int]
+    result_types: list[str]
+    block: int
+    regions: list[int]
+
+
+@dataclass
+class RawBlock:
+    """A block: its parent region and its arguments (value ids and type texts)."""
+
+    region: int
+    args: list[int]
+    arg_types: list[str]
+
+
+@dataclass
+class RawModule:
+    """A parsed module: operations in walk order, blocks by id, and the module's own body
+    block id (top-level operations live there)."""
+
+    ops: list[RawOp]
+    blocks: dict[int, RawBlock]
+    top_block: int
+
+
+class MlirParseError(ValueError):
+    """Triton's parser or verifier rejected the IR text. ``line`` is 1-based when known."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+_context_cache = threading.local()
+
+
+def _context() -> Any:
+    """One MLIR context per thread with every Triton dialect loaded (loading is slow)."""
+    context = getattr(_context_cache, "context", None)
+    if context is None:
+        from triton._C.libtriton import ir
+
+        context = ir.context()
+        ir.load_dialects(context)
+        for backend in triton.backends.backends.values():
+            with contextlib.suppress(Exception):
+                backend.compiler.load_dialects(context)
+        _context_cache.context = context
+    return context
+
+
+def _diagnostic_line(message: str, path: str) -> int | None:
+    """Line number of the first ``path:LINE:COL`` in an MLIR diagnostic."""
+    import re
+
+    match = re.search(re.escape(path) + r":(\d+):\d+", message)
+    return int(match.group(1)) if match else None
+
+
+def _parse(text: str) -> Any:
+    """Parse and verify ``text`` with Triton's own parser; raise :class:`MlirParseError`."""
+    from triton._C.libtriton import ir
+
+    context = _context()
+    fd, path = tempfile.mkstemp(suffix=".mlir", prefix="extract-")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        captured = _CapturedStderr()
+        with captured:
+            try:
+                module = ir.parse_mlir_module(path, context)
+            except Exception as exc:
+                detail = captured.text() or str(exc)
+                raise MlirParseError(detail.replace(path, "<ir>"), _diagnostic_line(detail, path)) from None
+        if module is None:
+            detail = captured.text()
+            raise MlirParseError(detail.replace(path, "<ir>") or "parse failed", _diagnostic_line(detail, path))
+        return module
+    finally:
+        os.unlink(path)
+
+
+class _CapturedStderr:
+    """Capture file descriptor 2: MLIR prints diagnostics there from C++, not Python."""
+
+    def __enter__(self) -> _CapturedStderr:
+        import sys
+
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        self._file = tempfile.TemporaryFile(mode="w+b")
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self._text = self._file.read().decode(errors="replace")
+        self._file.close()
+
+    def text(self) -> str:
+        return getattr(self, "_text", "")
+
+
+def parse_module(text: str) -> tuple[RawModule, str]:
+    """Parse, verify and walk ``text``; also return the module re-printed by Triton (with
+    locations), whose operations appear in the same pre-order as the walk."""
+    module = _parse(text)
+    raw = _walk(module)
+    return raw, module.str()
+
+
+def _walk(module: Any) -> RawModule:
+    ops: list[RawOp] = []
+    blocks: dict[int, RawBlock] = {}
+    module_op_block: list[int] = []
+
+    def visit(op: Any) -> None:
+        name = op.get_name()
+        regions = [op.get_region(i).id() for i in range(op.get_num_regions())]
+        if name == "builtin.module":
+            module_op_block.extend(regions)
+            return
+        block = op.get_block()
+        block_id = block.id()
+        if block_id not in blocks:
+            n_args = block.get_num_arguments()
+            args = [block.get_argument(i) for i in range(n_args)]
+            blocks[block_id] = RawBlock(
+                region=block.get_parent().id(),
+                args=[a.id() for a in args],
+                arg_types=[str(a.get_type()) for a in args],
+            )
+        results = [op.get_result(i) for i in range(op.get_num_results())]
+        ops.append(
+            RawOp(
+                name=name,
+                operands=[op.get_operand(i).id() for i in range(op.get_num_operands())],
+                results=[r.id() for r in results],
+                result_types=[str(r.get_type()) for r in results],
+                block=block_id,
+                regions=regions,
+            )
+        )
+
+    module.walk(visit)
+    top_region = module_op_block[-1] if module_op_block else -1
+    top_blocks = [bid for bid, b in blocks.items() if b.region == top_region]
+    return RawModule(ops=ops, blocks=blocks, top_block=top_blocks[0] if top_blocks else -1)

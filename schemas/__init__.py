@@ -1,0 +1,32 @@
+"""Dataset tables of kernel-corpus: schemas, version-gated reader, atomic writer.
+
+Depends on pyarrow only (polars for :func:`scan_table`, fsspec for URL datasets, both
+imported lazily). Other repositories can use this package alone to read a dataset.
+"""
+
+from __future__ import annotations
+
+from schemas.enums import DEVICE_INTERPRETER, EdgeKind, Level, NodeKind, Status, Timer
+from schemas.errors import CorruptFileError, DatasetError, SchemaVersionError
+from schemas.reader import committed_runs, read_table, scan_table
+from schemas.tables import SCHEMA_VERSION, TABLES, table_spec
+from schemas.writer import DatasetWriter
+
+__all__ = [
+    "DEVICE_INTERPRETER",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "CorruptFileError",
+    "DatasetError",
+    "DatasetWriter",
+    "EdgeKind",
+    "Level",
+    "NodeKind",
+    "SchemaVersionError",
+    "Status",
+    "Timer",
+    "committed_runs",
+    "read_table",
+    "scan_table",
+    "table_spec",
+]

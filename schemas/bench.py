@@ -1,0 +1,132 @@
+"""``python -m schemas.bench``: write and read a synthetic measurements table.
+
+Prints rows/s for writing (DatasetWriter), reading (gated pyarrow read_table and polars
+scan_table) and on-disk bytes per row, without and with raw per-rep samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from schemas.identity import canonical_json, config_id, launch_string
+from schemas.reader import read_table, scan_table
+from schemas.writer import DatasetWriter
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    rows: int
+    rows_per_file: int
+    samples_per_row: int
+    seed: int
+
+
+def synthetic_measurements(rows: int, samples_per_row: int, seed: int) -> pa.Table:
+    """Measurement rows shaped like a real harvest: ~60 configs per run, realistic spreads."""
+    rng = np.random.default_rng(seed)
+    configs = []
+    for block_m in (16, 32, 64, 128, 256):
+        for block_n in (32, 64, 128, 256):
+            for warps in (2, 4, 8):
+                kwargs = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": 64, "GROUP_M": 8}
+                configs.append((kwargs, warps, 3))
+    run_count = rows // len(configs) + 1
+    run_ids = [f"{i:016x}" for i in rng.integers(0, 2**62, run_count)]
+    index = np.arange(rows)
+    config_index = index % len(configs)
+    median = rng.lognormal(mean=-2.0, sigma=1.0, size=rows)
+    spread = median * rng.uniform(0.001, 0.05, size=rows)
+    table = {
+        "run_id": [run_ids[i // len(configs)] for i in index],
+        "config_id": [config_id(configs[c][0], configs[c][1], configs[c][2]) for c in config_index],
+        "harvest_id": ["0123456789abcdef"] * rows,
+        "arch": ["sm_90"] * rows,
+        "config_json": [canonical_json({"kwargs": configs[c][0], "num_warps": configs[c][1]}) for c in config_index],
+        "launch": [launch_string(configs[c][0], configs[c][1], configs[c][2]) for c in config_index],
+        "config_params": [[{"name": k, "value": v} for k, v in configs[c][0].items()] for c in config_index],
+        "num_warps": [configs[c][1] for c in config_index],
+        "num_stages": [3] * rows,
+        "num_ctas": [1] * rows,
+        "is_default": (config_index == 0).tolist(),
+        "status": np.where(rng.uniform(size=rows) < 0.9, "ok", "out_of_resources").tolist(),
+        "median_ms": median,
+        "mean_ms": median + spread * 0.1,
+        "min_ms": median - spread,
+        "max_ms": median + 2 * spread,
+        "p20_ms": median - spread * 0.5,
+        "p80_ms": median + spread * 0.5,
+        "std_ms": spread * 0.3,
+        "n_reps": [100] * rows,
+        "compile_time_s": rng.uniform(0.2, 2.0, size=rows),
+        "ttir_id": [f"{(c * 7919) % 2**60:016x}" for c in config_index],
+        "ttgir_id": [f"{(c * 104729) % 2**60:016x}" for c in config_index],
+        "n_regs": rng.integers(32, 255, size=rows).astype(np.int32),
+        "shared_mem_bytes": rng.integers(0, 200_000, size=rows).astype(np.int32),
+        "sass_instructions": rng.integers(200, 5000, size=rows).astype(np.int32),
+    }
+    if samples_per_row:
+        noise = rng.normal(1.0, 0.02, size=(rows, samples_per_row)).astype(np.float32)
+        samples = (noise * median[:, None].astype(np.float32)).ravel()
+        offsets = np.arange(0, rows * samples_per_row + 1, samples_per_row, dtype=np.int32)
+        table["samples_ms"] = pa.ListArray.from_arrays(offsets, pa.array(samples, pa.float32()))
+    return pa.table(table)
+
+
+def _directory_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*.parquet"))
+
+
+def bench_once(config: BenchConfig, samples_per_row: int) -> dict[str, float]:
+    table = synthetic_measurements(config.rows, samples_per_row, config.seed)
+    root = Path(tempfile.mkdtemp(prefix="schemas-bench-"))
+    try:
+        writer = DatasetWriter(str(root))
+        start = time.perf_counter()
+        for offset in range(0, table.num_rows, config.rows_per_file):
+            writer.write("measurements", table.slice(offset, config.rows_per_file))
+        write_s = time.perf_counter() - start
+        start = time.perf_counter()
+        arrow_rows = read_table(str(root), "measurements", committed_only=False).num_rows
+        read_arrow_s = time.perf_counter() - start
+        start = time.perf_counter()
+        polars_rows = scan_table(str(root), "measurements", committed_only=False).collect().height
+        read_polars_s = time.perf_counter() - start
+        assert arrow_rows == polars_rows == config.rows, (arrow_rows, polars_rows)
+        return {
+            "write_rows_per_s": config.rows / write_s,
+            "read_arrow_rows_per_s": config.rows / read_arrow_s,
+            "read_polars_rows_per_s": config.rows / read_polars_s,
+            "bytes_per_row": _directory_bytes(root) / config.rows,
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m schemas.bench", description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows-per-file", type=int, default=250_000)
+    parser.add_argument("--samples", type=int, default=50, help="raw samples per row for the second pass")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    config = BenchConfig(args.rows, args.rows_per_file, args.samples, args.seed)
+    print(f"measurements table, {config.rows:,} synthetic rows, zstd, {config.rows_per_file:,} rows per file")
+    print(f"{'variant':<22}{'write rows/s':>15}{'read pyarrow rows/s':>22}{'read polars rows/s':>21}{'bytes/row':>12}")
+    for label, samples in (("no samples", 0), (f"{config.samples_per_row} samples/row", config.samples_per_row)):
+        result = bench_once(config, samples)
+        print(
+            f"{label:<22}{result['write_rows_per_s']:>15,.0f}{result['read_arrow_rows_per_s']:>22,.0f}"
+            f"{result['read_polars_rows_per_s']:>21,.0f}{result['bytes_per_row']:>12.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+"""The six dataset tables, declared once.
+
+Every field carries a ``doc`` (meaning, and unit where one applies) in its Arrow field
+metadata; ``python -m schemas doc`` renders these into ``docs/SCHEMA.md``. Everything else in
+the project imports the schemas and field names from here.
+
+Keys are content-derived; their derivations live in :mod:`schemas.identity`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from schemas.enums import DEVICE_INTERPRETER
+
+SCHEMA_VERSION = 1
+"""Version of the table layout written by this code. Bump it and register a migration in
+:mod:`schemas.migrations` whenever a field is added, removed, renamed or retyped."""
+
+def _f(name: str, type_: pa.DataType, doc: str, *, nullable: bool = True) -> pa.Field:
+    return pa.field(name, type_, nullable=nullable, metadata={"doc": doc})
+
+
+_VERSION = _f("schema_version", pa.int32(), "Schema version this row was written under.", nullable=False)
+_HARVEST = _f(
+    "harvest_id",
+    pa.string(),
+    "Id of the harvest invocation that wrote the row (random per invocation), so repeats of "
+    "the same run stay distinguishable.",
+    nullable=False,
+)
+_ARCH = _f(
+    "arch",
+    pa.string(),
+    f"Partition key: compute architecture of the device, e.g. 'sm_90', or '{DEVICE_INTERPRETER}' "
+    "for Triton's CPU interpreter.",
+    nullable=False,
+)
+_RUN_ID = _f("run_id", pa.string(), "Key of the autotune run (see runs.run_id).", nullable=False)
+_IR_ID = _f(
+    "ir_id",
+    pa.string(),
+    "Hash of the IR level name and the IR text with source locations stripped.",
+    nullable=False,
+)
+
+KERNELS = pa.schema(
+    [
+        _VERSION,
+        _f("kernel_id", pa.string(), "Hash of the kernel module source text and entry name.", nullable=False),
+        _f("family", pa.string(), "Suite family name, e.g. 'softmax'.", nullable=False),
+        _f("category", pa.string(), "Suite category, e.g. 'normalization'."),
+        _f("suite", pa.string(), "Python module the family was registered from."),
+        _f("entry_name", pa.string(), "Name of the tuned @triton.jit entry function.", nullable=False),
+        _f("source", pa.large_string(), "Full source text of the module defining the kernel."),
+        _f("source_path", pa.string(), "Module path relative to its package root."),
+    ]
+)
+
+RUNS = pa.schema(
+    [
+        _VERSION,
+        _RUN_ID.with_metadata(
+            {
+                "doc": "Hash of kernel_id, input signature, device model and toolchain "
+                "fingerprint; equal for re-harvests of the same thing."
+            }
+        ),
+        _HARVEST,
+        _f("kernel_id", pa.string(), "Key into kernels.", nullable=False),
+        _f("family", pa.string(), "Suite family name (denormalized from kernels for filtering).", nullable=False),
+        _f("scale", pa.string(), "Shape scale the run came from: tiny, small, default or large."),
+        _f("shape_name", pa.string(), "Human-readable problem name, e.g. 'M4096_N4096'."),
+        _f("problem_json", pa.string(), "Problem dimensions as canonical JSON, e.g. {\"M\":4096}."),
+        _f("dtype", pa.string(), "Main element dtype of the problem, e.g. 'float16'."),
+        _f("signature_json", pa.string(), "Canonical JSON of the input signature hashed into run_id."),
+        _f("arg_names", pa.list_(pa.string()), "Kernel argument names in call order."),
+        _f("arg_types", pa.list_(pa.string()), "Triton signature type per argument, e.g. '*fp16', 'i32', 'constexpr'."),
+        _f("arg_shapes", pa.list_(pa.list_(pa.int64())), "Tensor shape per argument (empty for scalars)."),
+        _f("stride_patterns", pa.list_(pa.string()), "Per-argument stride pattern, one char per dim: '0', '1' or 'n'."),
+        _f("flops", pa.int64(), "Floating-point operations of one kernel launch (spec's count)."),
+        _f("bytes_moved", pa.int64(), "Minimum DRAM bytes one launch must read plus write, bytes."),
+        _f("device_kind", pa.string(), "'cuda' or 'interpreter'.", nullable=False),
+        _ARCH,
+        _f("device_name", pa.string(), "Device model name, e.g. 'NVIDIA H100 80GB HBM3'."),
+        _f("compute_capability", pa.string(), "Compute capability 'major.minor'; null on the interpreter."),
+        _f("sm_count", pa.int32(), "Streaming multiprocessors."),
+        _f("l2_bytes", pa.int64(), "L2 cache size, bytes."),
+        _f("smem_per_block_bytes", pa.int64(), "Max shared memory per block (opt-in), bytes."),
+        _f("total_memory_bytes", pa.int64(), "Device memory, bytes."),
+        _f("sm_clock_mhz", pa.int32(), "SM clock at harvest time, MHz."),
+        _f("mem_clock_mhz", pa.int32(), "Memory clock at harvest time, MHz."),
+        _f("driver_version", pa.string(), "CUDA driver version."),
+        _f("cuda_version", pa.string(), "CUDA runtime version torch was built with."),
+        _f("triton_version", pa.string(), "triton.__version__."),
+        _f("torch_version", pa.string(), "torch.__version__."),
+        _f("toolchain_json", pa.string(), "Canonical JSON of the toolchain fingerprint hashed into run_id."),
+        _f("hostname", pa.string(), "Host that ran the harvest."),
+        _f("timer", pa.string(), "How latencies were taken: cuda_event, cuda_graph or wall."),
+        _f("l2_flush", pa.bool_(), "True when L2 was flushed before every timed rep."),
+        _f("l2_flush_bytes", pa.int64(), "Size of the flush buffer, bytes (0 when not flushed)."),
+        _f("warmup", pa.int32(), "Untimed launches before timing each config."),
+        _f("rep", pa.int32(), "Timed repetitions requested per config."),
+        _f("seed", pa.int64(), "Seed of the input builder and config order."),
+        _f("n_configs", pa.int32(), "Configs attempted in this run (rows in measurements)."),
+        _f("n_ok", pa.int32(), "Configs with status ok."),
+        _f("default_config_id", pa.string(), "config_id of the spec's untuned default config."),
+        _f("best_config_id", pa.string(), "config_id with the lowest median latency (null when none ok)."),
+        _f("best_median_ms", pa.float64(), "Median latency of the best config, ms."),
+        _f("default_median_ms", pa.float64(), "Median latency of the default config, ms."),
+        _f("started_at", pa.timestamp("ms", tz="UTC"), "Wall-clock start of the run."),
+        _f("finished_at", pa.timestamp("ms", tz="UTC"), "Wall-clock end; the row landing commits the run."),
+    ]
+)
+
+CONFIG_PARAM = pa.struct([pa.field("name", pa.string()), pa.field("value", pa.int64())])
+SASS_CLASS_COUNT = pa.struct([pa.field("cls", pa.string()), pa.field("count", pa.int32())])
+
+MEASUREMENTS = pa.schema(
+    [
+        _VERSION,
+        _RUN_ID,
+        _f("config_id", pa.string(), "Hash of the canonical config JSON (schemas.identity.config_id).", nullable=False),
+        _HARVEST,
+        _ARCH,
+        _f("config_json", pa.string(), "Canonical JSON of the config (kwargs, num_warps, num_stages, num_ctas, maxnreg)."),
+        _f("launch", pa.string(), "The config as a triton.Config(...) expression."),
+        _f("config_params", pa.list_(CONFIG_PARAM), "Integer meta-parameters (BLOCK_M, ...) as name/value pairs."),
+        _f("num_warps", pa.int32(), "Warps per program."),
+        _f("num_stages", pa.int32(), "Software-pipelining stages."),
+        _f("num_ctas", pa.int32(), "CTAs per cluster."),
+        _f("maxnreg", pa.int32(), "Register cap per thread; null when uncapped."),
+        _f("is_default", pa.bool_(), "True for the spec's untuned default config."),
+        _f("status", pa.string(), "Outcome: ok, compile_error, out_of_resources, compile_timeout, runtime_error, timeout, mismatch, skipped.", nullable=False),
+        _f("error", pa.string(), "Short error text for failed configs (null when ok)."),
+        _f("max_abs_error", pa.float64(), "Largest absolute difference to the reference over all checked outputs."),
+        _f("median_ms", pa.float64(), "Median latency of the timed reps, ms."),
+        _f("mean_ms", pa.float64(), "Mean latency, ms."),
+        _f("min_ms", pa.float64(), "Minimum latency, ms."),
+        _f("max_ms", pa.float64(), "Maximum latency, ms."),
+        _f("p20_ms", pa.float64(), "20th percentile latency, ms."),
+        _f("p80_ms", pa.float64(), "80th percentile latency, ms."),
+        _f("std_ms", pa.float64(), "Standard deviation of latency, ms."),
+        _f("n_reps", pa.int32(), "Timed repetitions actually taken."),
+        _f("samples_ms", pa.list_(pa.float32()), "Raw per-rep latencies in timing order, ms."),
+        _f("compile_time_s", pa.float64(), "Wall time of triton.compile for this config, seconds."),
+        _f("ttir_id", pa.string(), "ir_id of the TTIR graph (null when compile failed)."),
+        _f("ttgir_id", pa.string(), "ir_id of the TTGIR graph (null when compile failed)."),
+        _f("n_regs", pa.int32(), "Registers per thread from the cubin."),
+        _f("spill_bytes", pa.int32(), "Local-memory spill stores+loads, bytes per thread."),
+        _f("shared_mem_bytes", pa.int32(), "Shared memory used by the kernel, bytes."),
+        _f("sass_instructions", pa.int32(), "SASS instruction count of the cubin."),
+        _f("sass_mix", pa.list_(SASS_CLASS_COUNT), "SASS instruction counts by class (memory, tensor, float, int, control, ...)."),
+        _f("stats_note", pa.string(), "Why static stats are null, when they are."),
+    ]
+)
+
+IR_GRAPHS = pa.schema(
+    [
+        _VERSION,
+        _IR_ID,
+        _f("level", pa.string(), "Partition key: IR level, 'ttir' or 'ttgir'.", nullable=False),
+        _f("entry_name", pa.string(), "Name of the public tt.func."),
+        _f("target", pa.string(), "Compile target, e.g. 'cuda:90'."),
+        _f("num_warps", pa.int32(), "Module attribute ttg.num-warps (null at ttir)."),
+        _f("num_stages", pa.int32(), "num_stages the variant was compiled with."),
+        _f("num_ctas", pa.int32(), "Module attribute ttg.num-ctas (null at ttir)."),
+        _f("num_nodes", pa.int32(), "Nodes (operations plus block arguments)."),
+        _f("num_data_edges", pa.int32(), "Producer -> consumer edges, one per operand use."),
+        _f("num_region_edges", pa.int32(), "Region edges (op -> block arg, terminator -> owner)."),
+        _f("num_loops", pa.int32(), "scf.for and scf.while ops."),
+        _f("num_reductions", pa.int32(), "tt.reduce and tt.scan ops."),
+        _f("num_dots", pa.int32(), "tt.dot and MMA ops."),
+        _f("num_loads", pa.int32(), "Global/descriptor load ops."),
+        _f("num_stores", pa.int32(), "Global/descriptor store and atomic ops."),
+        _f("max_depth", pa.int32(), "Deepest region nesting of any node."),
+        _f("triton_version", pa.string(), "Triton that produced the IR."),
+        _f("ir_text", pa.large_string(), "The IR text as compiled (with locations)."),
+    ]
+)
+
+IR_NODES = pa.schema(
+    [
+        _VERSION,
+        _IR_ID,
+        _f("level", pa.string(), "Partition key: IR level.", nullable=False),
+        _f("node_id", pa.int32(), "Deterministic node number within the graph (pre-order walk).", nullable=False),
+        _f("node_kind", pa.string(), "'op' or 'block_arg'.", nullable=False),
+        _f("op_name", pa.string(), "Operation name, e.g. 'tt.load'; for block arguments the owner's op name."),
+        _f("dialect", pa.string(), "Dialect prefix of op_name, e.g. 'tt'."),
+        _f("parent_id", pa.int32(), "node_id of the region-holding op containing this node; null at top."),
+        _f("region_index", pa.int32(), "Index of the parent's region that holds this node."),
+        _f("arg_index", pa.int32(), "Position among the block's arguments (block_arg nodes)."),
+        _f("depth", pa.int32(), "Region nesting depth (function body = 1)."),
+        _f("num_operands", pa.int32(), "Operands of the op."),
+        _f("num_results", pa.int32(), "Results of the op."),
+        _f("dtype", pa.string(), "Element type of the (first) result or block argument, e.g. 'f16', 'i32', 'ptr<f16>'."),
+        _f("shape", pa.list_(pa.int64()), "Tensor shape of the (first) result; empty for scalars."),
+        _f("numel", pa.int64(), "Elements of the (first) result (1 for scalars)."),
+        _f("bitwidth", pa.int32(), "Bit width of the element type (64 for pointers)."),
+        _f("is_pointer", pa.bool_(), "Element type is a pointer (or tensor of pointers)."),
+        _f("layout", pa.string(), "TTGIR encoding kind: blocked, slice, mma, dot_op, shared, ... (null at ttir)."),
+        _f("size_per_thread", pa.list_(pa.int32()), "Blocked layout sizePerThread."),
+        _f("threads_per_warp", pa.list_(pa.int32()), "Blocked layout threadsPerWarp."),
+        _f("warps_per_cta", pa.list_(pa.int32()), "Blocked/mma layout warpsPerCTA."),
+        _f("order", pa.list_(pa.int32()), "Blocked/shared layout order."),
+        _f("mma_version", pa.int32(), "MMA layout major version (2 Ampere, 3 Hopper, 5 Blackwell)."),
+        _f("instr_shape", pa.list_(pa.int32()), "MMA instruction shape."),
+        _f("swizzle_vec", pa.int32(), "Shared layout swizzle vector width."),
+        _f("swizzle_per_phase", pa.int32(), "Shared layout perPhase."),
+        _f("swizzle_max_phase", pa.int32(), "Shared layout maxPhase."),
+        _f("axis", pa.int32(), "Reduce/scan/program-id axis."),
+        _f("predicate", pa.string(), "Comparison predicate of cmpi/cmpf, e.g. 'slt'."),
+        _f("constant", pa.float64(), "Value of a scalar or splat constant."),
+        _f("range_start", pa.int64(), "tt.make_range start."),
+        _f("range_end", pa.int64(), "tt.make_range end."),
+        _f("cache_modifier", pa.string(), "Load/store cache modifier, e.g. '.ca'."),
+        _f("eviction_policy", pa.string(), "Load/store eviction policy, e.g. 'evict_last'."),
+        _f("input_precision", pa.string(), "tt.dot input precision, e.g. 'tf32'."),
+        _f("attrs_json", pa.string(), "Remaining attributes of the op as canonical JSON of their text."),
+        _f("loc_line", pa.int32(), "Source line of the op's location."),
+        _f("loc_col", pa.int32(), "Source column of the op's location."),
+        _f("var_name", pa.string(), "Source variable name attached to the location, when any."),
+    ]
+)
+
+IR_EDGES = pa.schema(
+    [
+        _VERSION,
+        _IR_ID,
+        _f("level", pa.string(), "Partition key: IR level.", nullable=False),
+        _f("src", pa.int32(), "Source node_id.", nullable=False),
+        _f("dst", pa.int32(), "Destination node_id.", nullable=False),
+        _f("kind", pa.string(), "'data' (producer -> consumer) or 'region'.", nullable=False),
+        _f(
+            "position",
+            pa.int32(),
+            "data: operand index at the consumer. region op->arg: argument index in its block; "
+            "region terminator->owner: the region index.",
+        ),
+        _f("region_index", pa.int32(), "Region of the owning op the edge belongs to (region edges)."),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How one table is keyed and laid out on disk."""
+
+    name: str
+    schema: pa.Schema
+    key: tuple[str, ...]
+    partition_by: tuple[str, ...]
+
+
+TABLES: dict[str, TableSpec] = {
+    spec.name: spec
+    for spec in (
+        TableSpec("kernels", KERNELS, ("kernel_id",), ()),
+        TableSpec("runs", RUNS, ("run_id", "harvest_id"), ("arch",)),
+        TableSpec("measurements", MEASUREMENTS, ("run_id", "harvest_id", "config_id"), ("arch",)),
+        TableSpec("ir_graphs", IR_GRAPHS, ("ir_id",), ("level",)),
+        TableSpec("ir_nodes", IR_NODES, ("ir_id", "node_id"), ("level",)),
+        TableSpec("ir_edges", IR_EDGES, ("ir_id", "src", "dst", "kind", "position"), ("level",)),
+    )
+}
+"""All tables by name. ``key`` is unique within a dataset (after deduplication of content-keyed
+tables, which may be written more than once by concurrent writers)."""
+
+
+def table_spec(name: str) -> TableSpec:
+    """The :class:`TableSpec` of ``name``; ``KeyError`` with the known names otherwise."""
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(TABLES)}") from None

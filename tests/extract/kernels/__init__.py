@@ -1,0 +1,1 @@
+"""Small Triton kernels written for the extract tests; each exercises one IR construct."""

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from schemas import DatasetWriter
+from schemas.check import check_dataset
+
+from .conftest import sample_rows
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "schemas", *args], capture_output=True, text=True, check=False)
+
+
+def test_valid_dataset_passes_with_summary(dataset):
+    report = check_dataset(dataset)
+    assert report.ok, report.problems
+    assert report.rows["measurements"] == 9
+    assert report.facts["runs"] == 3
+    assert report.facts["statuses"] == {"ok": 6, "compile_error": 3}
+    result = run_cli("check", dataset)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK" in result.stdout and "measurements" in result.stdout
+
+
+def test_corrupt_file_is_reported_by_name(dataset):
+    victim = sorted(Path(dataset, "ir_nodes").rglob("*.parquet"))[0]
+    victim.write_bytes(b"PAR1 this is not parquet")
+    report = check_dataset(dataset)
+    assert not report.ok
+    assert any(victim.name in problem for problem in report.problems)
+    result = run_cli("check", dataset)
+    assert result.returncode == 1
+    assert victim.name in result.stdout.replace("\n", "")
+
+
+def test_dangling_references_are_problems(dataset):
+    writer = DatasetWriter(dataset)
+    rows = sample_rows(7)
+    rows["measurements"][1]["ttir_id"] = "not-a-graph"
+    writer.write("measurements", rows["measurements"])
+    writer.commit_run([{**rows["runs"][0], "kernel_id": "unknown-kernel"}])
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert "ttir_id value(s) not in ir_graphs" in problems
+    assert "kernel_id value(s) not in kernels" in problems
+
+
+def test_duplicate_run_key_is_a_problem_and_short_run_too(dataset):
+    writer = DatasetWriter(dataset)
+    writer.commit_run(sample_rows(0)["runs"])
+    writer.commit_run([{**sample_rows(5)["runs"][0]}])  # committed, but its measurements never written
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert "runs: 1 row(s) repeat a key" in problems
+    assert "n_configs differs" in problems
+
+
+def test_uncommitted_rows_are_a_warning_not_a_problem(dataset):
+    DatasetWriter(dataset).write("measurements", sample_rows(8)["measurements"])
+    report = check_dataset(dataset)
+    assert report.ok
+    assert any("uncommitted" in w for w in report.warnings)
+
+
+def test_missing_table_directory_is_reported(tmp_path):
+    result = run_cli("check", str(tmp_path))
+    assert result.returncode == 1
+    assert "table directory 'kernels' not found" in result.stdout.replace("\n", " ")
+    assert "Traceback" not in result.stderr

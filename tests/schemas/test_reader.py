@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from schemas import (
+    SCHEMA_VERSION,
+    CorruptFileError,
+    DatasetError,
+    DatasetWriter,
+    SchemaVersionError,
+    read_table,
+    scan_table,
+)
+from schemas.migrations import MIGRATIONS
+from schemas.storage import META_TABLE, META_VERSION
+
+from .conftest import sample_rows
+
+
+def test_read_filters_and_columns(dataset):
+    table = read_table(dataset, "measurements", columns=["config_id", "median_ms"], filters=[("status", "=", "ok")])
+    assert table.column_names == ["config_id", "median_ms"]
+    assert table.num_rows == 6
+    assert min(table.column("median_ms").to_pylist()) == 2.0
+
+
+def test_polars_scan_matches_pyarrow(dataset):
+    frame = scan_table(dataset, "measurements").collect()
+    table = read_table(dataset, "measurements")
+    assert sorted(frame["config_id"].to_list()) == sorted(table.column("config_id").to_pylist())
+    assert frame.height == 9
+
+
+def test_uncommitted_measurements_are_hidden(dataset):
+    writer = DatasetWriter(dataset)
+    rows = sample_rows(99)
+    writer.write("measurements", rows["measurements"])  # no runs row: crashed before commit
+    assert read_table(dataset, "measurements").num_rows == 9
+    assert read_table(dataset, "measurements", committed_only=False).num_rows == 12
+    assert scan_table(dataset, "measurements").collect().height == 9
+    writer.commit_run(rows["runs"])
+    assert read_table(dataset, "measurements").num_rows == 12
+
+
+def test_content_keyed_copies_are_deduplicated(dataset):
+    writer = DatasetWriter(dataset)
+    writer.write("ir_graphs", sample_rows(0)["ir_graphs"])
+    assert read_table(dataset, "ir_graphs").num_rows == 3
+    assert read_table(dataset, "ir_graphs", columns=["num_nodes"]).num_rows == 3
+    assert scan_table(dataset, "ir_graphs").collect().height == 3
+
+
+def test_missing_table_is_a_clear_error(tmp_path):
+    with pytest.raises(DatasetError, match="table directory 'runs' not found"):
+        read_table(str(tmp_path), "runs")
+    with pytest.raises(KeyError, match="unknown table 'run'"):
+        read_table(str(tmp_path), "run")
+
+
+def test_truncated_file_is_named(dataset):
+    victim = sorted(Path(dataset, "measurements").rglob("*.parquet"))[0]
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    with pytest.raises(CorruptFileError, match=victim.name):
+        read_table(dataset, "measurements")
+
+
+def _write_versioned(path: Path, table: pa.Table, name: str, version: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {META_VERSION: str(version).encode(), META_TABLE: name.encode()}
+    pq.write_table(table.replace_schema_metadata(metadata), path)
+
+
+def test_newer_schema_version_is_refused_naming_file(dataset):
+    newer = Path(dataset, "kernels", "part-future.parquet")
+    table = pa.table({"schema_version": pa.array([SCHEMA_VERSION + 1], pa.int32()), "kernel_id": ["k9"]})
+    _write_versioned(newer, table, "kernels", SCHEMA_VERSION + 1)
+    with pytest.raises(SchemaVersionError) as error:
+        read_table(dataset, "kernels")
+    message = str(error.value)
+    assert "part-future.parquet" in message and f"schema_version {SCHEMA_VERSION + 1}" in message
+    assert f"..{SCHEMA_VERSION})" in message
+
+
+def test_older_version_goes_through_registered_migration(dataset, monkeypatch):
+    """A synthetic version-0 kernels file that called `family` `name`, lifted by a migration."""
+    old = Path(dataset, "kernels", "part-old.parquet")
+    table = pa.table(
+        {"schema_version": pa.array([SCHEMA_VERSION - 1], pa.int32()), "kernel_id": ["k0"], "name": ["legacy"], "entry_name": ["e"]}
+    )
+    _write_versioned(old, table, "kernels", SCHEMA_VERSION - 1)
+    with pytest.raises(SchemaVersionError, match="no migration"):
+        read_table(dataset, "kernels")
+
+    def rename_name_to_family(t: pa.Table) -> pa.Table:
+        return t.rename_columns(["family" if c == "name" else c for c in t.column_names])
+
+    monkeypatch.setitem(MIGRATIONS, ("kernels", SCHEMA_VERSION - 1), rename_name_to_family)
+    kernels = read_table(dataset, "kernels")
+    row = next(r for r in kernels.to_pylist() if r["kernel_id"] == "k0")
+    assert row["family"] == "legacy"
+    assert row["schema_version"] == SCHEMA_VERSION
+    assert scan_table(dataset, "kernels").collect().filter(family="legacy").height == 1
