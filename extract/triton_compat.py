@@ -19,8 +19,11 @@ printed IR text by :mod:`extract.irtext`. The rest of the package sees plain Pyt
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -172,11 +175,13 @@ class RawOp:
 
 @dataclass
 class RawBlock:
-    """A block: its parent region and its arguments (value ids and type texts)."""
+    """A block: its parent region and its arguments (value ids, type texts, and location
+    texts such as ``loc("acc"("k.py":12:5))``)."""
 
     region: int
     args: list[int]
     arg_types: list[str]
+    arg_locs: list[str]
 
 
 @dataclass
@@ -190,11 +195,13 @@ class RawModule:
 
 
 class MlirParseError(ValueError):
-    """Triton's parser or verifier rejected the IR text. ``line`` is 1-based when known."""
+    """Triton's parser or verifier rejected the IR text. ``line`` and ``column`` are 1-based
+    when known; the message is MLIR's diagnostic without its location prefix."""
 
-    def __init__(self, message: str, line: int | None) -> None:
+    def __init__(self, message: str, line: int | None, column: int | None = None) -> None:
         super().__init__(message)
         self.line = line
+        self.column = column
 
 
 _context_cache = threading.local()
@@ -215,67 +222,90 @@ def _context() -> Any:
     return context
 
 
-def _diagnostic_line(message: str, path: str) -> int | None:
-    """Line number of the first ``path:LINE:COL`` in an MLIR diagnostic."""
+def _diagnostic_error(detail: str, path: str) -> MlirParseError:
+    """An MLIR diagnostic ``loc("PATH":LINE:COL): error: ...`` as :class:`MlirParseError`."""
     import re
 
-    match = re.search(re.escape(path) + r":(\d+):\d+", message)
-    return int(match.group(1)) if match else None
+    match = re.search(r'(?:loc\()?"?' + re.escape(path) + r'"?:(\d+):(\d+)\)?:?\s*', detail)
+    if match is None:
+        return MlirParseError(detail.replace(path, "<ir>").strip(), None)
+    message = (detail[: match.start()] + detail[match.end() :]).replace(path, "<ir>").strip()
+    return MlirParseError(message, int(match.group(1)), int(match.group(2)))
 
 
-def _parse(text: str) -> Any:
-    """Parse and verify ``text`` with Triton's own parser; raise :class:`MlirParseError`."""
+class _Scratch:
+    """Per-thread scratch files, made once: the IR file handed to the parser (it parses
+    files only) and a file that captures descriptor 2, where MLIR prints diagnostics."""
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="extract-mlir-")
+        self.ir_path = os.path.join(self.directory, "module.mlir")
+        self.stderr_file = open(os.path.join(self.directory, "stderr.txt"), "w+b")  # noqa: SIM115
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        self.stderr_file.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _scratch() -> _Scratch:
+    scratch = getattr(_context_cache, "scratch", None)
+    if scratch is None:
+        scratch = _context_cache.scratch = _Scratch()
+    return scratch
+
+
+def _parse(text: str) -> tuple[Any, str]:
+    """Parse and verify ``text`` with Triton's own parser; raise :class:`MlirParseError`.
+
+    Returns the module and the scratch path it was parsed from (MLIR invents locations in
+    that file for operations whose text has none)."""
     from triton._C.libtriton import ir
 
     context = _context()
-    fd, path = tempfile.mkstemp(suffix=".mlir", prefix="extract-")
+    scratch = _scratch()
+    path = scratch.ir_path
+    with open(path, "w") as handle:
+        handle.write(text)
+    capture = scratch.stderr_file
+    capture.seek(0)
+    capture.truncate()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(capture.fileno(), 2)
+    module = None
+    failure = ""
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        captured = _CapturedStderr()
-        with captured:
-            try:
-                module = ir.parse_mlir_module(path, context)
-            except Exception as exc:
-                detail = captured.text() or str(exc)
-                raise MlirParseError(detail.replace(path, "<ir>"), _diagnostic_line(detail, path)) from None
-        if module is None:
-            detail = captured.text()
-            raise MlirParseError(detail.replace(path, "<ir>") or "parse failed", _diagnostic_line(detail, path))
-        return module
+        module = ir.parse_mlir_module(path, context)
+    except Exception as exc:
+        failure = str(exc)
     finally:
-        os.unlink(path)
+        os.dup2(saved, 2)
+        os.close(saved)
+    if module is None:
+        capture.seek(0)
+        detail = capture.read().decode(errors="replace")
+        raise _diagnostic_error(detail or failure or "parse failed", path)
+    return module, path
 
 
-class _CapturedStderr:
-    """Capture file descriptor 2: MLIR prints diagnostics there from C++, not Python."""
+@dataclass
+class ParsedModule:
+    """A verified module walked into plain records. ``reprint()`` returns Triton's own
+    printing of it (with locations); ``path`` is the temporary file it was parsed from."""
 
-    def __enter__(self) -> _CapturedStderr:
-        import sys
+    module: RawModule
+    path: str
+    _handle: Any
 
-        sys.stderr.flush()
-        self._saved = os.dup(2)
-        self._file = tempfile.TemporaryFile(mode="w+b")
-        os.dup2(self._file.fileno(), 2)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        os.dup2(self._saved, 2)
-        os.close(self._saved)
-        self._file.seek(0)
-        self._text = self._file.read().decode(errors="replace")
-        self._file.close()
-
-    def text(self) -> str:
-        return getattr(self, "_text", "")
+    def reprint(self) -> str:
+        return self._handle.str()
 
 
-def parse_module(text: str) -> tuple[RawModule, str]:
-    """Parse, verify and walk ``text``; also return the module re-printed by Triton (with
-    locations), whose operations appear in the same pre-order as the walk."""
-    module = _parse(text)
-    raw = _walk(module)
-    return raw, module.str()
+def parse_module(text: str) -> ParsedModule:
+    """Parse, verify and walk ``text`` (MLIR text of a Triton module)."""
+    handle, path = _parse(text)
+    return ParsedModule(module=_walk(handle), path=path, _handle=handle)
 
 
 def _walk(module: Any) -> RawModule:
@@ -298,6 +328,7 @@ def _walk(module: Any) -> RawModule:
                 region=block.get_parent().id(),
                 args=[a.id() for a in args],
                 arg_types=[str(a.get_type()) for a in args],
+                arg_locs=[str(a.get_loc()) for a in args],
             )
         results = [op.get_result(i) for i in range(op.get_num_results())]
         ops.append(
@@ -315,3 +346,36 @@ def _walk(module: Any) -> RawModule:
     top_region = module_op_block[-1] if module_op_block else -1
     top_blocks = [bid for bid, b in blocks.items() if b.region == top_region]
     return RawModule(ops=ops, blocks=blocks, top_block=top_blocks[0] if top_blocks else -1)
+
+
+# --------------------------------------------------------------------------------------
+# Toolchain identity
+# --------------------------------------------------------------------------------------
+
+
+def compiler_key() -> str:
+    """Triton's own hash of its frontend, compiler and backend sources (part of its cache
+    key): two installs with equal keys generate the same code. Moved between 3.6 and 3.9."""
+    try:
+        from triton.runtime.cache import triton_key
+    except ImportError:  # Triton 3.6 keeps it next to the compiler
+        from triton.compiler.compiler import triton_key
+    return triton_key()
+
+
+# --------------------------------------------------------------------------------------
+# CUDA tools shipped in the wheel
+# --------------------------------------------------------------------------------------
+
+
+def nvidia_tool_path(name: str) -> str | None:
+    """Path of a CUDA tool (``cuobjdump``, ``nvdisasm``, ``ptxas``) as Triton resolves it
+    (``TRITON_<NAME>_PATH`` or the copy inside the wheel); None when absent."""
+    try:
+        from triton import knobs
+
+        tool = getattr(knobs.nvidia, name)
+        path = tool.path
+    except Exception:
+        path = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+    return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None

@@ -105,15 +105,17 @@ def run_check(command: CheckCommand, console: Console) -> bool:
         # Must precede the first import of a kernel module: @triton.jit reads it then.
         os.environ["TRITON_INTERPRET"] = "1"
     from corpus.suite.check import INTERPRETER_DTYPES, check_suite
+    from corpus.suite.report import check_table
 
     specs = select(load_suite(command.suites), command.names)
     dtypes = INTERPRETER_DTYPES if command.device == "cpu" else None
     results = check_suite(
         specs, command.scale, command.device, dtypes, command.samples, command.seed, command.every_config
     )
+    console.print(check_table(results))
     for r in results:
-        status = "[green]ok[/]" if r.ok else f"[red]FAIL[/] {r.error}"
-        console.print(f"{r.family:24} {r.shape:28} {r.dtype:9} {r.seconds:6.2f}s {r.config}  {status}", highlight=False)
+        if not r.ok:
+            console.print(f"[red]FAIL[/] {r.family} {r.shape} {r.dtype} {r.config}: {r.error}", highlight=False)
     failed = sum(not r.ok for r in results)
     console.print(f"{len(results) - failed} passed, {failed} failed, {len(specs)} families")
     if command.json_path is not None:

@@ -43,7 +43,8 @@ class CheckResult:
     ok: bool
     error: str | None
     seconds: float
-    """Wall time of the launch (ms resolution is plenty; includes interpreter overhead)."""
+    """Wall time of the launch alone, seconds (inputs and reference excluded; in the
+    interpreter the first launch of a process also pays its one-time start-up)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,11 +79,13 @@ def plan_cases(
 def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> CheckResult:
     """Build seeded inputs, launch ``case.config`` once and compare every output with the
     reference computed from pristine copies of the inputs. Exceptions become failed results."""
-    started = time.perf_counter()
+    seconds = 0.0
     try:
         inputs = spec.make_inputs(case.dims, case.dtype, device, seed)
         expected = spec.reference(_copy_inputs(inputs), case.dims)
+        started = time.perf_counter()
         spec.launch(inputs, case.dims, case.config)
+        seconds = time.perf_counter() - started
         problems = spec.mismatches({name: inputs[name] for name in spec.outputs}, expected, case.dtype)
         error = "; ".join(f"{name}: {why}" for name, why in problems.items()) or None
     except Exception as exc:
@@ -95,7 +98,7 @@ def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> C
         is_default=case.is_default,
         ok=error is None,
         error=error,
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
     )
 
 
@@ -119,3 +122,86 @@ def check_suite(
             results.append(run_case(spec, case, device, seed))
     return results
 
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """One distinct compile standing for ``covers`` configs of a family's space."""
+
+    family: str
+    dims: Mapping[str, int]
+    dtype: str
+    config: Config
+    covers: int
+
+
+@dataclass(frozen=True)
+class CompilePlan:
+    """What compiling a family's whole config space takes at one scale."""
+
+    family: str
+    space: int
+    """Configs in the space."""
+    jobs: list[CompileJob]
+    invalid: dict[str, str]
+    """``launch string -> reason`` for configs invalid on every shape of the scale."""
+
+
+def plan_compiles(spec: KernelSpec, scale: str = "default", dtype: str | None = None) -> CompilePlan:
+    """Compile every config of ``spec`` once, on the smallest shape of ``scale`` (by bytes
+    moved) where it is valid, in ``dtype`` (default: the family's first). Configs whose
+    constexpr values and compile options coincide share one job: they are the same binary."""
+    dtype = dtype or spec.dtypes[0]
+    shapes = sorted(spec.shapes_for(scale), key=lambda dims: spec.bytes_moved(dims, dtype))
+    constexprs = constexpr_names(spec.kernel)
+    jobs: dict[tuple[Any, ...], CompileJob] = {}
+    invalid: dict[str, str] = {}
+    for config in spec.config_space():
+        reasons = [spec.invalid_reason(config, dims, dtype) for dims in shapes]
+        if all(reasons):
+            invalid[config.launch] = reasons[0] or "no shape"
+            continue
+        dims = shapes[reasons.index(None)]
+        _, args = spec.bind(spec.make_inputs(dims, dtype, "meta", 0), dims, config)
+        key = (tuple(sorted((n, args[n]) for n in constexprs)), tuple(sorted(config.compile_options().items())))
+        seen = jobs.get(key)
+        if seen is None:
+            jobs[key] = CompileJob(spec.name, dims, dtype, config, 1)
+        else:
+            jobs[key] = CompileJob(seen.family, seen.dims, seen.dtype, seen.config, seen.covers + 1)
+    return CompilePlan(spec.name, len(spec.config_space()), list(jobs.values()), invalid)
+
+
+def constexpr_names(kernel: Any) -> list[str]:
+    """Names of the ``tl.constexpr`` parameters of a ``@triton.jit`` function."""
+    return [p.name for p in getattr(kernel, "params", ()) if getattr(p, "is_constexpr", False)]
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    """Result of compiling one :class:`CompileJob` (picklable, for process pools)."""
+
+    family: str
+    config: str
+    covers: int
+    ok: bool
+    error: str | None
+    seconds: float
+    """Wall time of the compile call, seconds."""
+
+
+def compile_job(suites: Sequence[str], job: CompileJob, target: str = "sm_90") -> CompileOutcome:
+    """Compile ``job`` for ``target`` with :func:`extract.compile.compile_call` on meta inputs
+    (no GPU needed). Runs in pool workers: loads the suite itself. Failures are outcomes."""
+    from corpus.suite.registry import load_suite
+    from extract.compile import compile_call
+
+    started = time.perf_counter()
+    try:
+        spec = load_suite(list(suites))[job.family]
+        _, args = spec.bind(spec.make_inputs(job.dims, job.dtype, "meta", 0), job.dims, job.config)
+        compile_call(spec.kernel, args, target=target, **job.config.compile_options())
+        error = None
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {str(exc)[:2000]}"
+    return CompileOutcome(job.family, job.config.launch, job.covers, error is None, error, time.perf_counter() - started)

@@ -6,7 +6,7 @@ for tens of thousands of configs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from corpus.suite.check import CheckResult
 from corpus.suite.spec import SCALES, Config, Dims, KernelSpec, shape_name
 
 
@@ -177,3 +178,23 @@ def show_family(spec: KernelSpec) -> Group:
 
 def _valid_count(spec: KernelSpec, space: list[Config], dims: Dims, dtype: str) -> int:
     return sum(1 for c in space if spec.invalid_reason(c, dims, dtype) is None)
+
+
+def check_table(results: Sequence[CheckResult]) -> Table:
+    """Per-family pass/fail counts and the slowest launch of ``python -m corpus.suite check``."""
+    table = Table(title="reference check")
+    for column in ("family", "checked", "passed", "failed", "slowest launch (s)"):
+        table.add_column(column, justify="left" if column == "family" else "right")
+    by_family: dict[str, list[CheckResult]] = {}
+    for result in results:
+        by_family.setdefault(result.family, []).append(result)
+    for family, rows in by_family.items():
+        failed = sum(not r.ok for r in rows)
+        table.add_row(
+            family,
+            str(len(rows)),
+            str(len(rows) - failed),
+            f"[red]{failed}[/]" if failed else "0",
+            f"{max(r.seconds for r in rows):.2f}",
+        )
+    return table

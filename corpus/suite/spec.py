@@ -235,7 +235,9 @@ class KernelSpec(ABC):
 
     @abstractmethod
     def default_config(self) -> Config:
-        """The config a user would pick without tuning; must be in ``config_space()``."""
+        """The config a user would pick without tuning; must be in ``config_space()`` and
+        valid on every ``tiny`` and ``default`` shape (the tests check both): it is each
+        run's baseline."""
 
     @abstractmethod
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:

@@ -86,15 +86,19 @@ def shared_memory_reason(needed_bytes: int) -> str | None:
     return None
 
 
-def accumulator_reason(fp32_elements: int, num_warps: int) -> str | None:
-    """Reason when the fp32 register tiles of one block need the whole register file of each
-    thread: they would spill to local memory on every iteration."""
+def accumulator_reason(fp32_elements: int, num_warps: int, low: int = 8, high: int = 128) -> str | None:
+    """Reason when the fp32 accumulator tiles of one block fit ``num_warps`` badly: over
+    ``high`` registers per thread leaves too few for the operand fragments and addresses
+    (local-memory spills, at 255 the hardware limit); under ``low`` elements per thread the
+    warps share too small a tile for full ``tl.dot`` fragments."""
     per_thread = math.ceil(fp32_elements / (num_warps * THREADS_PER_WARP))
-    if per_thread >= REGISTERS_PER_THREAD_LIMIT:
+    if per_thread > high:
         return (
-            f"register tiles need {per_thread} fp32 registers per thread with {num_warps} warps "
-            f"(limit {REGISTERS_PER_THREAD_LIMIT})"
+            f"accumulator needs {per_thread} fp32 registers per thread with num_warps={num_warps} "
+            f"(over {high}; the register limit is {REGISTERS_PER_THREAD_LIMIT})"
         )
+    if per_thread < low:
+        return f"accumulator gives each thread only {per_thread} elements with num_warps={num_warps} (under {low})"
     return None
 
 

@@ -8,7 +8,7 @@ PyTorch's broadcasting does. 2D tiles of ``BLOCK_M x BLOCK_N``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import triton
 import triton.language as tl
@@ -63,7 +63,7 @@ class AddBroadcast(KernelSpec):
     category = "pointwise"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
-    shapes = {
+    shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(16, 200, True), _shape(8, 130, False)],
         "small": [_shape(1024, 1024, True), _shape(2048, 768, False)],
         "default": [

@@ -15,18 +15,19 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import (
-    WARPS,
-    block_reason,
-    element_size,
-    empty,
-    generator,
-    randn,
-    stages_reason,
-    tile_reason,
-)
+from corpus.suite.kernels._rowwise import WARPS, block_reason, stages_reason
 from corpus.suite.registry import register
-from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, product_configs
+from corpus.suite.spec import (
+    Config,
+    Dims,
+    KernelSpec,
+    cdiv,
+    dtype_bytes,
+    output_buffer,
+    per_thread_reason,
+    product_configs,
+    seeded_randn,
+)
 
 LOG2E = tl.constexpr(1.4426950408889634)
 """log2(e): exp(x) == exp2(x * LOG2E)."""
@@ -125,9 +126,9 @@ class Softmax(KernelSpec):
 
     def config_space(self) -> list[Config]:
         return product_configs(
-            {"BLOCK_M": (1, 2, 4, 8), "BLOCK_N": (256, 512, 1024, 2048, 4096, 8192)},
+            {"BLOCK_M": (1, 2, 4), "BLOCK_N": (512, 1024, 2048, 4096, 8192)},
             num_warps=WARPS,
-            num_stages=(1, 2, 3),
+            num_stages=(1, 2),
         )
 
     def default_config(self) -> Config:
@@ -140,14 +141,13 @@ class Softmax(KernelSpec):
             block_reason("BLOCK_N", block_n, dims["N"])
             or block_reason("BLOCK_M", block_m, dims["M"])
             # one chunk keeps the whole tile live; the loop keeps one chunk plus its exp
-            or tile_reason(block_m * block_n, config, 64 if chunks == 1 else 32)
+            or per_thread_reason(block_m * block_n, config.num_warps, high=64 if chunks == 1 else 32)
             or stages_reason(config, 0 if chunks == 1 else chunks)
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
-        gen = generator(device, seed)
         shape = (dims["M"], dims["N"])
-        return {"x": randn(shape, dtype, device, gen, scale=3.0), "y": empty(shape, dtype, device)}
+        return {"x": seeded_randn(shape, dtype, device, seed, scale=3.0), "y": output_buffer(shape, dtype, device)}
 
     def bind(self, inputs: Mapping[str, Any], dims: Dims, config: Config) -> tuple[tuple[int, ...], dict[str, Any]]:
         x, y = inputs["x"], inputs["y"]
@@ -174,7 +174,7 @@ class Softmax(KernelSpec):
         return 5 * dims["M"] * dims["N"]
 
     def bytes_moved(self, dims: Dims, dtype: str) -> int:
-        return 2 * dims["M"] * dims["N"] * element_size(dtype)
+        return 2 * dims["M"] * dims["N"] * dtype_bytes(dtype)
 
     def tolerance(self, dtype: str) -> tuple[float, float]:
         # probabilities are in [0, 1]: absolute error dominates

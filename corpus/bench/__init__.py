@@ -1,0 +1,1 @@
+"""Benchmarks of the harvest machinery (``python -m corpus.bench harvest``)."""

@@ -1,0 +1,133 @@
+"""The compile worker: compiles one config for an explicit target, without a GPU, and
+extracts its IR graphs (ttir, ttgir) and static SASS statistics.
+
+Runs inside a :class:`corpus.workers.WorkerProcess` with ``TRITON_INTERPRET=0``; the parent
+enforces the per-compile timeout by killing the process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from corpus.suite.registry import load_suite
+from corpus.suite.spec import Config
+from schemas.enums import Level, Status
+
+OUT_OF_RESOURCE_MARKERS = ("outofresources", "out of resource", "shared memory", "too many registers")
+
+
+@dataclass(frozen=True)
+class CompileInit:
+    suite: tuple[str, ...]
+    target: str
+    static_stats: bool = True
+
+
+@dataclass(frozen=True)
+class CompileTask:
+    family: str
+    dims: Mapping[str, int]
+    dtype: str
+    seed: int
+    config: Config
+
+
+@dataclass
+class CompileOutcome:
+    """What the harvest records of one compile. ``graphs`` maps ir_id to the Arrow tables of
+    that graph (``ir_graphs``, ``ir_nodes``, ``ir_edges``); ``stats`` holds the static SASS
+    columns of ``measurements``."""
+
+    status: str
+    error: str | None = None
+    compile_time_s: float | None = None
+    ttir_id: str | None = None
+    ttgir_id: str | None = None
+    graphs: dict[str, dict[str, pa.Table]] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    cache_hit: bool = False
+
+
+def classify_compile_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__} {exc}".lower()
+    if any(marker in text for marker in OUT_OF_RESOURCE_MARKERS):
+        return Status.OUT_OF_RESOURCES.value
+    return Status.COMPILE_ERROR.value
+
+
+def _short(exc: BaseException, limit: int = 400) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    text = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class CompileHandler:
+    """Serves :class:`CompileTask` requests in a worker process."""
+
+    def __init__(self, init: CompileInit) -> None:
+        self.init = init
+        self.specs = load_suite(init.suite)
+
+    def __call__(self, task: CompileTask) -> CompileOutcome:
+        from extract.compile import compile_call
+
+        spec = self.specs[task.family]
+        inputs = spec.make_inputs(task.dims, task.dtype, "meta", task.seed)
+        _, args = spec.bind(inputs, task.dims, task.config)
+        try:
+            result = compile_call(spec.kernel, args, target=self.init.target, **task.config.compile_options())
+        except Exception as exc:
+            return CompileOutcome(status=classify_compile_error(exc), error=_short(exc))
+        outcome = CompileOutcome(
+            status=Status.OK.value,
+            compile_time_s=result.compile_time_s,
+            cache_hit=bool(result.metadata.get("cache_hit", False)),
+        )
+        notes = []
+        try:
+            self._add_graphs(outcome, result)
+        except Exception as exc:  # keep the measurement; the graph is what is lost
+            notes.append(f"IR extraction failed: {_short(exc)}")
+        if self.init.static_stats:
+            try:
+                outcome.stats = self._stats(result)
+            except Exception as exc:
+                notes.append(f"static stats failed: {_short(exc)}")
+        if notes:
+            outcome.stats["stats_note"] = "; ".join(filter(None, [outcome.stats.get("stats_note"), *notes]))
+        return outcome
+
+    def _add_graphs(self, outcome: CompileOutcome, result: Any) -> None:
+        from extract.graph import IrGraph
+
+        for level in (Level.TTIR.value, Level.TTGIR.value):
+            if level not in result.asm:
+                continue
+            graph = IrGraph.from_compiled(result, level)
+            outcome.graphs[graph.ir_id] = graph.to_arrow()
+            setattr(outcome, f"{level}_id", graph.ir_id)
+
+    def _stats(self, result: Any) -> dict[str, Any]:
+        from extract.sass import static_stats
+
+        cubin = result.asm.get("cubin")
+        if not isinstance(cubin, (bytes, bytearray)):
+            return {"stats_note": "no cubin for this target"}
+        stats = static_stats(bytes(cubin))
+        return {
+            "n_regs": stats.n_regs,
+            "spill_bytes": stats.spill_bytes,
+            "shared_mem_bytes": stats.shared_mem_bytes,
+            "sass_instructions": stats.sass_instructions,
+            "sass_mix": [{"cls": k, "count": v} for k, v in sorted((stats.sass_mix or {}).items())] or None,
+            "stats_note": stats.note,
+        }
+
+
+def make_handler(init: CompileInit) -> CompileHandler:
+    """Factory named in ``WorkerProcess(factory="corpus.compile_worker:make_handler")``."""
+    return CompileHandler(init)

@@ -1,0 +1,1 @@
+"""The autotune runner that writes the dataset (``python -m corpus.harvest``)."""

@@ -1,0 +1,113 @@
+"""``python -m corpus.harvest``: autotune the suite and write the dataset.
+
+Every config of every selected (family, shape, dtype) is compiled for an explicit target in a
+pool of GPU-less worker processes (IR graphs and SASS statistics extracted there), checked
+against the family's torch reference, and timed on one benchmark worker per GPU — or, without
+a GPU, in Triton's CPU interpreter with wall-clock timing (device 'interpreter'; those
+latencies say nothing about GPUs). Committed runs are skipped, so rerunning the same command
+after a crash or Ctrl-C completes the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+
+from corpus.harvest.app import HarvestConfig, HarvestError, run_harvest
+from corpus.settings import SettingsError, read_settings
+from corpus.suite.spec import SCALES
+from schemas import DatasetError
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected i/N, e.g. 0/4") from None
+    if count < 1 or not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: need 0 <= i < N")
+    return index, count
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m corpus.harvest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", type=_csv, default=("corpus.suite.kernels",), help="suite module(s) to load, comma-separated (default: the built-in suite)")
+    p.add_argument("--families", "--kernels", type=_csv, default=(), help="families to harvest, comma-separated (default: all)")
+    p.add_argument("--scale", choices=SCALES, default="tiny", help="shape set per family (default: tiny, sized for the CPU interpreter)")
+    p.add_argument("--dtypes", type=_csv, default=(), help="dtypes to harvest, e.g. float16,bfloat16 (default: each family's; bfloat16 is dropped on the interpreter)")
+    p.add_argument("--max-configs", type=_positive, default=None, help="seeded sample of N valid configs per run, default config included (default: every config, invalid ones recorded as skipped)")
+    p.add_argument("--out", default="dataset", help="dataset root: a directory or fsspec URL (default: ./dataset)")
+    p.add_argument("--device", default="auto", help="auto | cpu (Triton interpreter) | cuda | cuda:0,1 (default: auto)")
+    p.add_argument("--target", default=None, help="compile target for IR and static stats, e.g. sm_90, sm_80 (default: the GPU's own arch; sm_90 on CPU)")
+    p.add_argument("--workers", type=_positive, default=2, help="compile worker processes (default: 2)")
+    p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, split by run_id (default: 0/1)")
+    p.add_argument("--no-resume", dest="resume", action="store_false", help="redo runs already committed in --out (they are kept; new rows get a new harvest_id)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed launches per config (default: 10 on GPU, 1 on the interpreter)")
+    p.add_argument("--rep", type=_positive, default=None, help="timed launches per config (default: 50 on GPU, 3 on the interpreter)")
+    p.add_argument("--compile-timeout", type=float, default=120.0, help="seconds before a compile's worker is killed (status compile_timeout)")
+    p.add_argument("--bench-timeout", type=float, default=60.0, help="seconds per config (check + timing) before the benchmark worker is killed (status timeout)")
+    p.add_argument("--timer", choices=("auto", "cuda_event", "cuda_graph", "wall"), default="auto", help="GPU: cuda_event (default) or cuda_graph; the interpreter always uses wall")
+    p.add_argument("--no-l2-flush", dest="l2_flush", action="store_false", help="do not flush L2 (>= 2x its size) before each timed rep")
+    p.add_argument("--no-static-stats", dest="static_stats", action="store_false", help="skip SASS statistics from the cubin")
+    p.add_argument("--flush-every", type=float, default=15.0, help="seconds between writes of finished runs (default: 15; a crash loses at most this much finished work)")
+    p.add_argument("--seed", type=int, default=0, help="seed of inputs, config sampling and benchmark order (default: 0)")
+    p.add_argument("--dry-run", action="store_true", help="print the planned runs and config counts, run nothing")
+    return p
+
+
+def parse(argv: list[str] | None = None) -> HarvestConfig:
+    args = build_parser().parse_args(argv)
+    return HarvestConfig(
+        out=args.out,
+        suite=args.suite,
+        families=args.families,
+        scale=args.scale,
+        dtypes=args.dtypes,
+        max_configs=args.max_configs,
+        device=args.device,
+        target=args.target,
+        workers=args.workers,
+        shard=args.shard,
+        resume=args.resume,
+        warmup=args.warmup,
+        rep=args.rep,
+        compile_timeout_s=args.compile_timeout,
+        bench_timeout_s=args.bench_timeout,
+        timer=args.timer,
+        l2_flush=args.l2_flush,
+        seed=args.seed,
+        dry_run=args.dry_run,
+        static_stats=args.static_stats,
+        flush_every_s=args.flush_every,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = parse(argv)
+    console = Console()
+    try:
+        run_harvest(config, read_settings(), console)
+    except (HarvestError, SettingsError, DatasetError, KeyError, ModuleNotFoundError, ValueError) as exc:
+        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: committed runs are kept; rerun the same command to resume", soft_wrap=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Identity of harvest rows: input signatures, toolchain fingerprint, device model.
+
+The keys themselves are computed by :mod:`schemas.identity`; this module builds what they
+hash from live objects (tensors, the installed Triton, the device).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from corpus.suite.spec import Dims, KernelSpec
+from schemas.identity import kernel_id
+
+
+def stride_pattern(tensor: Any) -> str:
+    """One char per dim: '0' broadcast, '1' unit stride, 'n' anything else."""
+    return "".join("0" if s == 0 else "1" if s == 1 else "n" for s in tensor.stride())
+
+
+def triton_type(value: Any) -> str:
+    """Triton-style type text of a kernel argument: '*fp16', 'i32', 'fp32', 'i1'."""
+    import torch
+
+    if torch.is_tensor(value):
+        names = {
+            torch.float16: "fp16",
+            torch.bfloat16: "bf16",
+            torch.float32: "fp32",
+            torch.float64: "fp64",
+            torch.int8: "i8",
+            torch.uint8: "u8",
+            torch.int16: "i16",
+            torch.int32: "i32",
+            torch.int64: "i64",
+            torch.bool: "i1",
+        }
+        return "*" + names.get(value.dtype, str(value.dtype).removeprefix("torch."))
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    return type(value).__name__
+
+
+def input_signature(spec: KernelSpec, dims: Dims, dtype: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``run_id`` hashes about the inputs: names, types, shapes, stride patterns, and
+    the values of scalar arguments (they specialize the compiled code)."""
+    import torch
+
+    args = []
+    for name, value in inputs.items():
+        entry: dict[str, Any] = {"name": name, "type": triton_type(value)}
+        if torch.is_tensor(value):
+            entry["shape"] = list(value.shape)
+            entry["strides"] = stride_pattern(value)
+        else:
+            entry["value"] = value
+        args.append(entry)
+    return {"family": spec.name, "dims": dict(dims), "dtype": dtype, "args": args}
+
+
+def kernel_source(spec: KernelSpec) -> tuple[str, str, str]:
+    """(module source text, entry name, module name) of the spec's entry kernel."""
+    function = getattr(spec.kernel, "fn", spec.kernel)
+    module = sys.modules.get(function.__module__) or importlib.import_module(function.__module__)
+    return inspect.getsource(module), function.__name__, function.__module__
+
+
+def spec_kernel_id(spec: KernelSpec) -> str:
+    source, entry, _ = kernel_source(spec)
+    return kernel_id(source, entry)
+
+
+def toolchain_fingerprint(codegen_env: Mapping[str, str], *, ir_target: str | None) -> dict[str, Any]:
+    """Triton version and compiler-content hash, plus codegen-affecting environment knobs.
+
+    ``ir_target`` is recorded for interpreter runs, whose IR comes from an explicit target.
+    """
+    from extract.triton_compat import TRITON_VERSION, compiler_key
+
+    fingerprint: dict[str, Any] = {"triton": TRITON_VERSION, "triton_key": compiler_key(), "env": dict(codegen_env)}
+    if ir_target is not None:
+        fingerprint["ir_target"] = ir_target
+    return fingerprint

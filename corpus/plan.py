@@ -1,0 +1,118 @@
+"""Planning: which runs a harvest performs and which configs each run tries.
+
+A run is (family, shape, dtype) on one device model with one toolchain. Plans are
+deterministic for a given suite, scale, seed and device, so ``--shard i/N`` splits them
+identically on every machine and a rerun finds the same run_ids to resume.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from corpus.identity import input_signature, spec_kernel_id
+from corpus.suite.spec import Config, Dims, KernelSpec, shape_name
+from schemas.identity import canonical_json, content_hash, run_id
+
+
+@dataclass(frozen=True)
+class PlannedConfig:
+    config: Config
+    skip_reason: str | None = None
+    """Set for configs the spec rules out on this shape/dtype: recorded as ``skipped`` rows."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    family: str
+    scale: str
+    dims: Mapping[str, int]
+    dtype: str
+    seed: int
+    run_id: str
+    kernel_id: str
+    signature: Mapping[str, Any]
+    configs: tuple[PlannedConfig, ...]
+    """In benchmark order (seeded shuffle); the default config is always included when valid."""
+    default_config_id: str
+
+    @property
+    def shape_name(self) -> str:
+        return shape_name(self.dims)
+
+    @property
+    def label(self) -> str:
+        return f"{self.family} {self.shape_name} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    scale: str
+    dtypes: tuple[str, ...] | None
+    """Dtypes to harvest (intersected with each family's); None = the family's own."""
+    excluded_dtypes: tuple[str, ...]
+    """Dtypes the device cannot run (bfloat16 on the interpreter)."""
+    max_configs: int | None
+    """Seeded sample size per run; None = every valid config, plus invalid ones as skipped."""
+    seed: int
+    device_model: str
+    toolchain: Mapping[str, Any]
+
+
+def _run_seed(seed: int, family: str, dims: Dims, dtype: str) -> int:
+    return int(content_hash("seed", str(seed), family, canonical_json(dict(dims)), dtype), 16) % (2**31)
+
+
+def plan_configs(spec: KernelSpec, dims: Dims, dtype: str, max_configs: int | None, rng: random.Random) -> list[PlannedConfig]:
+    """The configs one run tries, in a seeded random benchmark order."""
+    default = spec.default_config()
+    valid, invalid = [], []
+    for config in spec.config_space():
+        reason = spec.invalid_reason(config, dims, dtype)
+        (valid if reason is None else invalid).append(PlannedConfig(config, reason))
+    if max_configs is None:
+        chosen = valid + invalid
+    else:
+        others = [p for p in valid if p.config != default]
+        keep = max(0, max_configs - 1)
+        chosen = [p for p in valid if p.config == default] + rng.sample(others, min(keep, len(others)))
+    rng.shuffle(chosen)
+    return chosen
+
+
+def plan_runs(specs: Mapping[str, KernelSpec], request: PlanRequest) -> list[PlannedRun]:
+    """Every run of the selected families at ``request.scale``, in a stable order."""
+    runs = []
+    for name, spec in specs.items():
+        kernel = spec_kernel_id(spec)
+        dtypes = [d for d in spec.dtypes if (request.dtypes is None or d in request.dtypes) and d not in request.excluded_dtypes]
+        for dims in spec.shapes_for(request.scale):
+            for dtype in dtypes:
+                seed = _run_seed(request.seed, name, dims, dtype)
+                inputs = spec.make_inputs(dims, dtype, "meta", seed)
+                signature = input_signature(spec, dims, dtype, inputs)
+                configs = plan_configs(spec, dims, dtype, request.max_configs, random.Random(seed))
+                runs.append(
+                    PlannedRun(
+                        family=name,
+                        scale=request.scale,
+                        dims=dict(dims),
+                        dtype=dtype,
+                        seed=seed,
+                        run_id=run_id(kernel, signature, request.device_model, request.toolchain),
+                        kernel_id=kernel,
+                        signature=signature,
+                        configs=tuple(configs),
+                        default_config_id=spec.default_config().id,
+                    )
+                )
+    return runs
+
+
+def shard(runs: Sequence[PlannedRun], index: int, count: int) -> list[PlannedRun]:
+    """Runs of shard ``index`` of ``count``: chosen by run_id hash, so every machine agrees."""
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index}/{count}: index must be in 0..{count - 1}")
+    return [r for r in runs if int(r.run_id[:8], 16) % count == index]

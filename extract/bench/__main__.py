@@ -1,0 +1,32 @@
+"""``python -m extract.bench [--cases FILE | --fixtures DIR] [--target sm_90] [--reps N]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from extract.bench import DEFAULT_CASES, BenchConfig, run_bench
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m extract.bench", description=__doc__)
+    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help=f"cases file (default {DEFAULT_CASES})")
+    parser.add_argument("--fixtures", type=Path, help="time the IR files in this directory instead of compiling")
+    parser.add_argument("--target", default="sm_90")
+    parser.add_argument("--reps", type=int, default=7, help="extractions per graph (median taken)")
+    parser.add_argument("--only", default="", help="comma-separated case names")
+    args = parser.parse_args(argv)
+    config = BenchConfig(
+        cases_file=args.cases,
+        fixtures=args.fixtures,
+        target=args.target,
+        reps=args.reps,
+        only=tuple(name for name in args.only.split(",") if name),
+    )
+    run_bench(config)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Registry and CLI: plug-in suites from a user's own package (the README example, verbatim),
+clear errors for unknown families and modules, duplicate names refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from corpus.suite.__main__ import main
+from corpus.suite.registry import load_suite, register, select
+from corpus.suite.spec import KernelSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SUITE_DOC = REPO_ROOT / "docs" / "suite.md"
+EXAMPLE_MARKER = "<!-- example: mypkg/kernels/axpy.py -->"
+
+
+def readme_example() -> str:
+    """The family module of the "how to add a kernel" section."""
+    text = SUITE_DOC.read_text()
+    match = re.search(re.escape(EXAMPLE_MARKER) + r"\s*```python\n(.*?)```", text, re.DOTALL)
+    assert match, f"{SUITE_DOC} lost its example block"
+    return match.group(1)
+
+
+def broken_example() -> str:
+    """The example renamed, with a reference that disagrees with its kernel."""
+    source = readme_example()
+    changed = source.replace('name = "my_axpy"', 'name = "my_axpy_wrong"').replace("class Axpy(", "class AxpyWrong(")
+    changed = changed.replace("* x.float() + y.float()", "* x.float() - y.float()")
+    assert changed.count("my_axpy_wrong") == 1 and "- y.float()" in changed, "example changed shape; update this test"
+    return changed
+
+
+def write_suite(root: Path, modules: dict[str, str]) -> str:
+    """A package ``<unique>.kernels`` under ``root`` with the given modules; returns its name."""
+    package = f"usersuite_{uuid.uuid4().hex[:8]}"
+    kernels = root / package / "kernels"
+    kernels.mkdir(parents=True)
+    (root / package / "__init__.py").write_text("")
+    (kernels / "__init__.py").write_text("")
+    for name, source in modules.items():
+        (kernels / f"{name}.py").write_text(source)
+    return f"{package}.kernels"
+
+
+def test_plugin_suite_registers_lists_and_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path, {"axpy": readme_example()})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    specs = load_suite(suite)
+    assert list(specs) == ["my_axpy"], "a plug-in suite lists its own families only"
+    assert "matmul" not in specs
+
+    assert main(["list", "--suite", suite]) == 0
+    listing = capsys.readouterr().out
+    assert "my_axpy" in listing and "1 families" in listing and "add_broadcast" not in listing
+
+    assert main(["list", "--suite", suite, "--suite", "corpus.suite.kernels"]) == 0
+    both = capsys.readouterr().out
+    assert "my_axpy" in both and "add_broadcast" in both
+
+    assert main(["show", "my_axpy", "--suite", suite]) == 0
+    page = capsys.readouterr().out
+    assert specs["my_axpy"].default_config().launch in page.replace("\n", "")
+    assert "N16777216" in page
+
+
+def test_plugin_suite_checks_against_reference_in_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = write_suite(tmp_path, {"axpy": readme_example(), "axpy_wrong": broken_example()})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = load_suite(suite)["my_axpy"]
+    # --all: every valid tiny config in each interpreter dtype (float16 and float32).
+    expected = sum(len(spec.valid_configs(dims, d)) for dims in spec.shapes_for("tiny") for d in ("float16", "float32"))
+    out = tmp_path / "results.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])}
+    command = [sys.executable, "-m", "corpus.suite", "check", "--suite", suite, "--all", "--json", str(out)]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, f"a mismatching family must fail the check:\n{done.stdout}\n{done.stderr}"
+    results = json.loads(out.read_text())
+    good = [r for r in results if r["family"] == "my_axpy"]
+    bad = [r for r in results if r["family"] == "my_axpy_wrong"]
+    assert len(good) == len(bad) == expected
+    assert all(r["ok"] for r in good), [r["error"] for r in good if not r["ok"]]
+    assert not any(r["ok"] for r in bad)
+    assert all("out:" in r["error"] and "differ" in r["error"] for r in bad)
+
+
+def test_unknown_family_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    specs = load_suite()
+    with pytest.raises(KeyError, match="unknown kernel family no_such_family; known: .*add_broadcast"):
+        select(specs, ["no_such_family"])
+    assert main(["show", "no_such_family"]) == 2
+    assert "unknown kernel family no_such_family" in capsys.readouterr().out
+
+
+def test_unknown_suite_module_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ModuleNotFoundError, match="suite module 'no_such_suite_pkg' cannot be imported"):
+        load_suite("no_such_suite_pkg")
+    assert main(["list", "--suite", "no_such_suite_pkg"]) == 2
+    assert "no_such_suite_pkg" in capsys.readouterr().out
+
+
+def test_duplicate_family_name_is_refused() -> None:
+    existing = load_suite()["add_broadcast"]
+
+    class Impostor(type(existing)):  # type: ignore[misc]
+        name = "add_broadcast"
+
+    with pytest.raises(ValueError, match="registered twice"):
+        register(Impostor)
+    assert type(load_suite()["add_broadcast"]) is type(existing)
+
+
+def test_docs_list_every_builtin_family(specs: dict[str, KernelSpec]) -> None:
+    text = SUITE_DOC.read_text()
+    missing = [name for name in specs if f"`{name}`" not in text]
+    assert not missing, f"docs/suite.md does not list: {', '.join(missing)}"
