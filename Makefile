@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m corpus.harvest --scale tiny --max-configs 6 --families add,softmax,matmul --out demo-dataset
+	$(BIN)/python -m corpus.harvest --scale tiny --max-configs 4 --dtypes float32 --families add_broadcast,softmax,matmul --out demo-dataset
 	$(BIN)/python -m schemas check demo-dataset
 
 test: $(STAMP)

@@ -27,8 +27,9 @@ class DescribeConfig:
     num_stages: int | None = None
 
 
-def describe(config: DescribeConfig, out: TextIO = sys.stdout) -> IrGraph:
+def describe(config: DescribeConfig, out: TextIO | None = None) -> IrGraph:
     """Build the graph of ``config.path`` and print it as node-link JSON or a summary."""
+    out = out or sys.stdout
     graph = IrGraph.from_file(config.path, target=config.target, num_stages=config.num_stages)
     if config.output_format == "summary":
         out.write(summary_table(graph))
@@ -176,9 +177,10 @@ def _constexpr_value(text: str) -> Any:
     return text
 
 
-def compile_to_dir(config: CompileConfig, out: TextIO = sys.stdout) -> CompileResult:
+def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> CompileResult:
     """Compile, then write IR files, graph JSON (TTIR, TTGIR) and static stats to the
     output directory; print one line per file written."""
+    out = out or sys.stdout
     fn = load_kernel(config.kernel)
     args = signature_args(fn, config.signature, config.constexprs)
     result = compile_call(

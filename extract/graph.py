@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -382,6 +382,7 @@ class _Order:
     children: dict[int, list[int]]  # block id -> op indices in order
     region_blocks: dict[int, list[int]]  # region id -> block ids in order
     top_ops: list[int]
+    parent: dict[int, int]  # op index -> index of the op owning its region
 
 
 def _preorder(raw: triton_compat.RawModule) -> _Order:
@@ -395,6 +396,7 @@ def _preorder(raw: triton_compat.RawModule) -> _Order:
         block_ops.append(index)
     top_ops = children.get(raw.top_block, [])
     preorder: list[int] = []
+    parent: dict[int, int] = {}
     stack = list(reversed(top_ops))
     while stack:
         index = stack.pop()
@@ -403,8 +405,10 @@ def _preorder(raw: triton_compat.RawModule) -> _Order:
         for region in raw.ops[index].regions:
             for block in region_blocks.get(region, ()):
                 nested.extend(children.get(block, ()))
+        for child in nested:
+            parent[child] = index
         stack.extend(reversed(nested))
-    return _Order(preorder, children, region_blocks, top_ops)
+    return _Order(preorder, children, region_blocks, top_ops, parent)
 
 
 _LOOKAHEAD = 8
@@ -434,8 +438,18 @@ def _elidable(op: triton_compat.RawOp) -> bool:
     return not op.operands and not op.results and not op.regions
 
 
+def _printed_by_parent(index: int, order: _Order, raw: triton_compat.RawModule) -> bool:
+    """Ops named after their parent (``ttg.warp_specialize.partitions`` inside
+    ``ttg.warp_specialize``) are printed as part of the parent's custom syntax."""
+    parent = order.parent.get(index)
+    return parent is not None and raw.ops[index].name.startswith(raw.ops[parent].name + ".")
+
+
 def _misaligned(order: _Order, raw: triton_compat.RawModule, matches: dict[int, irtext.TextOp]) -> bool:
-    return any(index not in matches and not _elidable(raw.ops[index]) for index in order.preorder)
+    return any(
+        index not in matches and not _elidable(raw.ops[index]) and not _printed_by_parent(index, order, raw)
+        for index in order.preorder
+    )
 
 
 class _GraphBuilder:
@@ -645,6 +659,8 @@ def _inline_words(name: str, text: str) -> str:
     """Custom-syntax words between the op name and its first operand/type/attribute, e.g.
     'slt' for cmpi, 'x' for get_program_id, 'fadd, relaxed, gpu' for atomic_rmw."""
     start = text.find(name) + len(name)
+    if text.startswith(" %", start) or text.startswith(" :", start) or start == len(text):
+        return ""  # the common case: operands or the type follow the name directly
     rest = text[start:]
     cut = len(rest)
     for stop in ("%", " : ", " {", "<{", " loc(", "(", " ->"):
@@ -700,7 +716,3 @@ def _enum_text(match: re.Match[str] | None, numbers: dict[int, str | None]) -> s
         return f".{value}"
     return value
 
-
-def node_dict(node: Node) -> dict[str, Any]:
-    """A node as a plain dict (``ir_nodes`` column names)."""
-    return asdict(node)

@@ -25,6 +25,7 @@ from functools import lru_cache
 # --------------------------------------------------------------------------------------
 
 _LOC_ALIAS_LINE = re.compile(r"^#loc\d*\s*=\s*loc\(.*$\n?", re.MULTILINE)
+_ALIAS_LOC = re.compile(r" loc\(#loc\d*\)")  # the common form, removed fast
 _SSA_NAME = re.compile(r"%[A-Za-z_$.\-][\w$.\-]*|%\d+")
 
 
@@ -37,7 +38,9 @@ def strip_locations(text: str) -> str:
     same result; any change to operations, types or attributes changes it.
     """
     text = _LOC_ALIAS_LINE.sub("", text)
-    text = _remove_inline_locs(text)
+    text = _ALIAS_LOC.sub("", text)
+    if "loc(" in text:
+        text = _remove_inline_locs(text)
     names: dict[str, str] = {}
 
     def rename(match: re.Match[str]) -> str:

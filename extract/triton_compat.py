@@ -207,18 +207,28 @@ class MlirParseError(ValueError):
 _context_cache = threading.local()
 
 
+_PARSES_PER_CONTEXT = 2000
+"""A context interns every type, attribute and location it ever parsed; a fresh one now and
+then keeps a long harvest's memory flat."""
+
+_BACKEND_PROBE_TARGETS = (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64))
+
+
 def _context() -> Any:
-    """One MLIR context per thread with every Triton dialect loaded (loading is slow)."""
+    """An MLIR context for this thread with Triton's and the backends' dialects loaded."""
     context = getattr(_context_cache, "context", None)
-    if context is None:
+    uses = getattr(_context_cache, "uses", 0)
+    if context is None or uses >= _PARSES_PER_CONTEXT:
         from triton._C.libtriton import ir
 
         context = ir.context()
         ir.load_dialects(context)
-        for backend in triton.backends.backends.values():
+        for target in _BACKEND_PROBE_TARGETS:  # backend dialects (ttng, amdgpu, ...) when installed
             with contextlib.suppress(Exception):
-                backend.compiler.load_dialects(context)
+                make_backend(target).load_dialects(context)
         _context_cache.context = context
+        uses = 0
+    _context_cache.uses = uses + 1
     return context
 
 
@@ -255,14 +265,13 @@ def _scratch() -> _Scratch:
     return scratch
 
 
-def _parse(text: str) -> tuple[Any, str]:
+def _parse(text: str, context: Any) -> tuple[Any, str]:
     """Parse and verify ``text`` with Triton's own parser; raise :class:`MlirParseError`.
 
     Returns the module and the scratch path it was parsed from (MLIR invents locations in
     that file for operations whose text has none)."""
     from triton._C.libtriton import ir
 
-    context = _context()
     scratch = _scratch()
     path = scratch.ir_path
     with open(path, "w") as handle:
@@ -297,6 +306,7 @@ class ParsedModule:
     module: RawModule
     path: str
     _handle: Any
+    _context: Any  # the module must not outlive its MLIR context
 
     def reprint(self) -> str:
         return self._handle.str()
@@ -304,8 +314,9 @@ class ParsedModule:
 
 def parse_module(text: str) -> ParsedModule:
     """Parse, verify and walk ``text`` (MLIR text of a Triton module)."""
-    handle, path = _parse(text)
-    return ParsedModule(module=_walk(handle), path=path, _handle=handle)
+    context = _context()
+    handle, path = _parse(text, context)
+    return ParsedModule(module=_walk(handle), path=path, _handle=handle, _context=context)
 
 
 def _walk(module: Any) -> RawModule:

@@ -149,8 +149,8 @@ MEASUREMENTS = pa.schema(
         _f("ttir_id", pa.string(), "ir_id of the TTIR graph (null when compile failed)."),
         _f("ttgir_id", pa.string(), "ir_id of the TTGIR graph (null when compile failed)."),
         _f("n_regs", pa.int32(), "Registers per thread from the cubin."),
-        _f("spill_bytes", pa.int32(), "Local-memory spill stores+loads, bytes per thread."),
-        _f("shared_mem_bytes", pa.int32(), "Shared memory used by the kernel, bytes."),
+        _f("spill_bytes", pa.int32(), "Bytes moved by local-memory (spill) stores and loads (STL/LDL) in the SASS, per thread."),
+        _f("shared_mem_bytes", pa.int32(), "Shared memory per block: the cubin's static allocation plus the dynamic bytes Triton requests at launch, bytes."),
         _f("sass_instructions", pa.int32(), "SASS instruction count of the cubin."),
         _f("sass_mix", pa.list_(SASS_CLASS_COUNT), "SASS instruction counts by class (memory, tensor, float, int, control, ...)."),
         _f("stats_note", pa.string(), "Why static stats are null, when they are."),
@@ -241,6 +241,7 @@ IR_EDGES = pa.schema(
             "region terminator->owner: the region index.",
         ),
         _f("region_index", pa.int32(), "Region of the owning op the edge belongs to (region edges)."),
+        _f("result_index", pa.int32(), "data: which result of a multi-result producer is used (e.g. which iter_arg of an scf.for); null for block-argument producers and region edges."),
     ]
 )
 

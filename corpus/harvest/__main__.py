@@ -15,7 +15,7 @@ import sys
 
 from rich.console import Console
 
-from corpus.harvest.app import HarvestConfig, HarvestError, run_harvest
+from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
 from corpus.settings import SettingsError, read_settings
 from corpus.suite.spec import SCALES
 from schemas import DatasetError
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="dataset", help="dataset root: a directory or fsspec URL (default: ./dataset)")
     p.add_argument("--device", default="auto", help="auto | cpu (Triton interpreter) | cuda | cuda:0,1 (default: auto)")
     p.add_argument("--target", default=None, help="compile target for IR and static stats, e.g. sm_90, sm_80 (default: the GPU's own arch; sm_90 on CPU)")
-    p.add_argument("--workers", type=_positive, default=2, help="compile worker processes (default: 2)")
+    p.add_argument("--workers", type=_positive, default=default_workers(), help=f"compile worker processes (default: CPU cores - 1, at least 2, at most 16: {default_workers()} here)")
     p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, split by run_id (default: 0/1)")
     p.add_argument("--no-resume", dest="resume", action="store_false", help="redo runs already committed in --out (they are kept; new rows get a new harvest_id)")
     p.add_argument("--warmup", type=int, default=None, help="untimed launches per config (default: 10 on GPU, 1 on the interpreter)")

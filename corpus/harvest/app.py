@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from rich.console import Console
 
@@ -194,15 +193,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     return HarvestOutcome(planned, len(planned) - len(todo), totals)
 
 
-def cpu_count() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def summary_dict(outcome: HarvestOutcome) -> dict[str, Any]:
-    totals = outcome.totals
-    return {
-        "planned": len(outcome.planned),
-        "already_committed": outcome.skipped_committed,
-        "runs_done": totals.runs_done if totals else 0,
-        "by_status": dict(totals.by_status) if totals else {},
-    }
+def default_workers() -> int:
+    """Compile workers: one per CPU core the benchmark worker leaves free, 2 to 16."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(2, min(16, cores - 1))

@@ -292,10 +292,10 @@ class Harvester:
                 self.buffer["kernels"].append(pa.Table.from_pylist([kernel_row(spec, type(spec).__module__)]))
             self.buffer["measurements"].extend(rows)
             self.buffer["runs"].append(run_record)
-            if time.monotonic() - self.last_flush >= self.execution.flush_every_s:
-                self._flush_locked()
             result = RunResult(run, rows, compile_s, bench_s, time.perf_counter() - begin)
             self._count(result)
+            if time.monotonic() - self.last_flush >= self.execution.flush_every_s:
+                self._flush_locked()  # accounts its own time
         self.on_run(result)
         return result
 

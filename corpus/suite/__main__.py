@@ -4,6 +4,7 @@ torch reference.
     python -m corpus.suite list [--scale default] [--suite MODULE ...]
     python -m corpus.suite show NAME [--suite MODULE ...]
     python -m corpus.suite check [NAME ...] [--scale tiny] [--samples 3] [--all] [--device cpu]
+    python -m corpus.suite doc [--path docs/suite.md]
 
 ``check`` on ``--device cpu`` runs Triton's interpreter, selected here before any kernel
 module is imported.
@@ -38,6 +39,13 @@ class ShowCommand:
 
 
 @dataclass(frozen=True)
+class DocCommand:
+    suites: tuple[str, ...]
+    path: Path
+    scale: str
+
+
+@dataclass(frozen=True)
 class CheckCommand:
     suites: tuple[str, ...]
     names: tuple[str, ...]
@@ -69,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     add_suite(show)
     show.add_argument("name", help="family name")
 
+    doc = commands.add_parser("doc", help="rewrite the families table of the suite document")
+    add_suite(doc)
+    doc.add_argument("--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers")
+    doc.add_argument("--scale", choices=SCALES, default="default")
+
     check = commands.add_parser("check", help="run configs once and compare with the torch reference")
     add_suite(check)
     check.add_argument("names", nargs="*", help="families to check (default: all)")
@@ -98,6 +111,14 @@ def run_show(command: ShowCommand, console: Console) -> None:
 
     spec = select(load_suite(command.suites), [command.name])[command.name]
     console.print(show_family(spec))
+
+
+def run_doc(command: DocCommand, console: Console) -> None:
+    from corpus.suite.report import families_markdown, replace_families_table
+
+    table = families_markdown(load_suite(command.suites), command.scale)
+    command.path.write_text(replace_families_table(command.path.read_text(), table))
+    console.print(f"wrote the families table of {command.path}")
 
 
 def run_check(command: CheckCommand, console: Console) -> bool:
@@ -133,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_list(ListCommand(suites, args.scale), console)
         elif args.command == "show":
             run_show(ShowCommand(suites, args.name), console)
+        elif args.command == "doc":
+            run_doc(DocCommand(suites, args.path, args.scale), console)
         else:
             command = CheckCommand(
                 suites, tuple(args.names), args.scale, args.device, args.samples, args.seed, args.every_config, args.json_path

@@ -85,6 +85,7 @@ def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> C
         expected = spec.reference(_copy_inputs(inputs), case.dims)
         started = time.perf_counter()
         spec.launch(inputs, case.dims, case.config)
+        _synchronize(device)
         seconds = time.perf_counter() - started
         problems = spec.mismatches({name: inputs[name] for name in spec.outputs}, expected, case.dtype)
         error = "; ".join(f"{name}: {why}" for name, why in problems.items()) or None
@@ -100,6 +101,13 @@ def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> C
         error=error,
         seconds=seconds,
     )
+
+
+def _synchronize(device: str) -> None:
+    if str(device).startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
 
 
 def _copy_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from corpus.suite.check import CheckResult
-from corpus.suite.spec import SCALES, Config, Dims, KernelSpec, shape_name
+from corpus.suite.spec import CATEGORIES, SCALES, Config, Dims, KernelSpec, shape_name
 
 
 @dataclass(frozen=True)
@@ -198,3 +198,52 @@ def check_table(results: Sequence[CheckResult]) -> Table:
             f"{max(r.seconds for r in rows):.2f}",
         )
     return table
+
+
+TABLE_START = "<!-- families-table -->"
+TABLE_END = "<!-- /families-table -->"
+
+
+def family_description(spec: KernelSpec) -> str:
+    """First sentence of the family module's docstring (what the kernel computes)."""
+    import sys
+
+    module = sys.modules.get(type(spec).__module__)
+    doc = " ".join((getattr(module, "__doc__", None) or type(spec).__doc__ or "").split())
+    sentence = doc.split(". ")[0].rstrip(".")
+    # "Title: formula ..." -> keep the title; otherwise cut long sentences at a word.
+    if ": " in sentence[:80]:
+        sentence = sentence.split(": ")[0]
+    elif len(sentence) > 90:
+        sentence = sentence[:90].rsplit(" ", 1)[0] + " ..."
+    return sentence.replace("|", "\\|")
+
+
+def families_markdown(specs: Mapping[str, KernelSpec], scale: str = "default") -> str:
+    """Markdown table of the families: category, what they compute, knobs, runs and valid
+    configs at ``scale``, with a totals row."""
+    summaries = {name: summarize(spec, scale) for name, spec in specs.items()}
+    lines = [
+        f"| family | category | computes | knobs | runs ({scale}) | valid configs ({scale}) |",
+        "| --- | --- | --- | --- | ---: | ---: |",
+    ]
+    for name, spec in sorted(specs.items(), key=lambda item: (CATEGORY_ORDER.get(item[1].category, 99), item[0])):
+        knobs = ", ".join(k for k, v in config_space_summary(spec.config_space()).items() if len(v) > 1)
+        s = summaries[name]
+        lines.append(
+            f"| `{name}` | {spec.category} | {family_description(spec)} | {knobs} | {s.runs} | {s.valid_configs} |"
+        )
+    total = totals(list(summaries.values()), scale)
+    lines.append(f"| **{total.families} families** | | | | **{total.runs}** | **{total.valid_configs}** |")
+    return "\n".join(lines)
+
+
+CATEGORY_ORDER = {category: i for i, category in enumerate(CATEGORIES)}
+
+
+def replace_families_table(document: str, table: str) -> str:
+    """``document`` with the text between the families-table markers replaced by ``table``."""
+    start, end = document.find(TABLE_START), document.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"document has no {TABLE_START} ... {TABLE_END} section")
+    return document[: start + len(TABLE_START)] + "\n" + table + "\n" + document[end:]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.extract.make_fixtures import LEVELS, TARGETS, relative_paths, version_dir
 from tests.extract.kernels.cases import cases
+from tests.extract.make_fixtures import LEVELS, TARGETS, relative_paths, version_dir
 
 HANDWRITTEN = Path(__file__).resolve().parent / "fixtures" / "handwritten"
 FIXTURE_CASES = [item.name for item in cases() if item.fixture]

@@ -108,3 +108,13 @@ def test_precompiled_variant_is_the_one_a_gpu_launch_uses() -> None:
     launched = add_kernel[(16,)](x, x, out, 4096, BLOCK=256, num_warps=4, num_stages=3)
     assert launched.hash == result.metadata["hash"]
     torch.testing.assert_close(out, x + x)
+
+
+def test_graphs_from_tritons_compiled_kernel() -> None:
+    from triton.compiler import ASTSource
+
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32", "BLOCK": "constexpr"}
+    kernel = triton.compile(ASTSource(add_kernel, signature, {(4,): 128}), target=GPUTarget("cuda", 80, 32))
+    graph = IrGraph.from_compiled(kernel, "ttgir")
+    assert (graph.entry_name, graph.target, graph.level) == ("add_kernel", "cuda:80", "ttgir")
+    assert graph.ir_id == IrGraph.from_text(kernel.asm["ttgir"]).ir_id

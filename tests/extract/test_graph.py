@@ -253,3 +253,41 @@ def test_invalid_ir_names_file_and_line(name: str, line: int, words: str) -> Non
 def test_invalid_text_names_the_given_source() -> None:
     with pytest.raises(IrParseError, match=r"^kernel\.ttgir:2:"):
         IrGraph.from_text("module {\n  tt.func @f( {\n", source="kernel.ttgir")
+
+
+def test_the_example_drawn_in_docs_extract_md() -> None:
+    graph = IrGraph.from_file(HANDWRITTEN / "readme_example.ttir")
+    assert [(n.node_kind, n.op_name) for n in graph.nodes] == [
+        ("op", "tt.func"), ("block_arg", "tt.func"), ("block_arg", "tt.func"),
+        ("op", "arith.constant"), ("op", "arith.constant"), ("op", "arith.constant"),
+        ("op", "scf.for"), ("block_arg", "scf.for"), ("block_arg", "scf.for"),
+        ("op", "arith.sitofp"), ("op", "arith.addf"), ("op", "scf.yield"), ("op", "tt.store"), ("op", "tt.return"),
+    ]  # fmt: skip
+    assert sorted((s, d, p) for s, d, p, _ in _edges(graph, EDGE_DATA)) == [
+        (1, 6, 1), (2, 12, 0), (3, 6, 0), (4, 6, 2), (5, 6, 3), (6, 12, 1), (7, 9, 0), (8, 10, 0), (9, 10, 1), (10, 11, 0),
+    ]  # fmt: skip
+    assert sorted((s, d, p) for s, d, p, _ in _edges(graph, EDGE_REGION)) == [
+        (0, 1, 0), (0, 2, 1), (6, 7, 0), (6, 8, 1), (11, 6, 0), (13, 0, 0),
+    ]  # fmt: skip
+
+
+def test_warp_specialize_partitions_are_generic_regions(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING"):
+        graph = IrGraph.from_file(HANDWRITTEN / "warp_specialize.ttgir")
+    assert "could not be matched" not in caplog.text
+    names = [(n.node_kind, n.op_name, n.depth) for n in graph.nodes]
+    assert names[3:8] == [
+        ("op", "ttg.warp_specialize", 1),
+        ("op", "ttg.warp_yield", 2),
+        ("op", "ttg.warp_specialize.partitions", 2),
+        ("block_arg", "ttg.warp_specialize.partitions", 3),
+        ("block_arg", "ttg.warp_specialize.partitions", 3),
+    ]
+    # default region's yield and the partitions op terminate the two regions of the op
+    assert {(4, 3, 0, 0), (5, 3, 1, 1)} <= set(_edges(graph, EDGE_REGION))
+    # the partition's arguments are its own block arguments
+    assert {(5, 6, 0, 0), (5, 7, 1, 0), (12, 5, 0, 0)} <= set(_edges(graph, EDGE_REGION))
+    counts = graph.counts()
+    assert (counts["num_nodes"], counts["num_region_edges"], counts["num_data_edges"]) == (14, 8, 7)
+    assert (counts["num_loads"], counts["num_stores"], counts["max_depth"]) == (1, 1, 3)
+    assert graph.nodes[3].attrs_json == '{"warpGroupStartIds":"array<i32: 4>"}'

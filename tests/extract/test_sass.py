@@ -49,11 +49,12 @@ def test_hopper_matmul_uses_tensor_cores_and_shared_memory(cubins: dict) -> None
 
 
 @needs_tools
-def test_two_functions_are_all_counted(cubins: dict) -> None:
+def test_named_kernel_is_reported(cubins: dict) -> None:
     cubin, meta = cubins["call"]
     stats = static_stats(cubin, kernel_name=meta["name"])
-    assert len(stats.functions) == 2
     assert stats.n_regs == stats.functions[meta["name"]]["REG"]
+    missing = static_stats(cubin, kernel_name="no_such_kernel")
+    assert missing.n_regs == stats.n_regs and "not in cubin" in (missing.note or "")
 
 
 def test_missing_tools_give_nulls_and_a_logged_reason(cubins: dict, tmp_path, caplog: pytest.LogCaptureFixture) -> None:

@@ -98,7 +98,7 @@ class BatchedMatmul(KernelSpec):
 
     def config_space(self) -> list[Config]:
         return product_configs(
-            {"BLOCK_M": (32, 64, 128, 256), "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64, 128)},
+            {"BLOCK_M": (32, 64, 128, 256), "BLOCK_N": (32, 64, 128, 256), "BLOCK_K": (16, 32, 64)},
             num_warps=(4, 8),
             num_stages=(2, 3, 4),
         )

@@ -1,5 +1,5 @@
-"""Fused bias add + GELU (tanh approximation), the epilogue of a transformer MLP's first
-projection: ``out = gelu(x + bias)`` with ``x`` of ``[M, N]`` and ``bias`` of ``[N]``.
+"""Fused bias add + GELU (tanh approximation): ``out = gelu(x + bias)`` with ``x`` of
+``[M, N]`` and ``bias`` of ``[N]``, the epilogue of a transformer MLP's first projection.
 
 The kernel walks the flattened tensor in 1D blocks and finds each element's bias by column
 (``offset % N``): the common way to fuse a broadcast into a contiguous pointwise kernel.

@@ -80,7 +80,7 @@ class CrossEntropy(KernelSpec):
     category = "loss"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("loss", "lse")
-    shapes: Mapping[str, list[Dims]] = {  # noqa: RUF012
+    shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 4, "V": 3000},
             {"M": 6, "V": 2048},

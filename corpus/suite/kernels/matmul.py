@@ -68,9 +68,7 @@ def grouped_matmul_kernel(
     tl.store(c_tile, acc.to(c.dtype.element_ty), mask=row_ok & col_ok)
 
 
-def gemm_operands(
-    dims: Dims, dtype: str, device: str, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+def gemm_operands(dims: Dims, dtype: str, device: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Seeded ``a (M, K)`` and ``b (K, N)``; ``b`` is a transposed ``(N, K)`` weight when
     ``dims["TRANS_B"]`` is 1. ``b`` is scaled by 1/sqrt(K) so that C is ~N(0, 1) for any K."""
     m, n, k = dims["M"], dims["N"], dims["K"]
@@ -101,17 +99,15 @@ def gemm_tile_reason(
     )
 
 
-# Shapes of LLM linear layers: (tokens, out features, in features). Hidden sizes 2048-8192,
-# FFN sizes 5632-28672 (Llama-family dimensions); TRANS_B=1 is the nn.Linear weight layout.
+# Shapes of LLM linear layers: (tokens, out features, in features), Llama-family hidden and
+# FFN sizes, a BERT-base MLP and one ragged shape; TRANS_B=1 is the nn.Linear weight layout.
 _LLM_GEMMS = (
     {"M": 512, "N": 4096, "K": 4096, "TRANS_B": 1},
-    {"M": 1024, "N": 12288, "K": 4096, "TRANS_B": 1},
     {"M": 2048, "N": 4096, "K": 11008, "TRANS_B": 1},
     {"M": 2048, "N": 14336, "K": 4096, "TRANS_B": 1},
     {"M": 4096, "N": 4096, "K": 4096, "TRANS_B": 0},
     {"M": 4096, "N": 1024, "K": 8192, "TRANS_B": 1},
     {"M": 8192, "N": 2048, "K": 2048, "TRANS_B": 0},
-    {"M": 8192, "N": 5632, "K": 2048, "TRANS_B": 1},
     {"M": 768, "N": 3072, "K": 768, "TRANS_B": 0},
     {"M": 3000, "N": 5000, "K": 1000, "TRANS_B": 0},
 )
@@ -152,7 +148,7 @@ class Matmul(KernelSpec):
             {
                 "BLOCK_M": (32, 64, 128, 256),
                 "BLOCK_N": (32, 64, 128, 256),
-                "BLOCK_K": (32, 64, 128),
+                "BLOCK_K": (32, 64),
                 "GROUP_M": (1, 8),
             },
             num_warps=(4, 8),

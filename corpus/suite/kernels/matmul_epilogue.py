@@ -105,7 +105,7 @@ class MatmulEpilogue(KernelSpec):
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
     shapes: Mapping[str, list[Dims]] = {
-        "tiny": [_linear(128, 128, 64, GELU, 1), _linear(72, 96, 80, SILU, 0), _linear(64, 48, 32, RELU, 1)],
+        "tiny": [_linear(128, 128, 64, GELU, 1), _linear(72, 96, 80, SILU, 0), _linear(64, 136, 32, RELU, 1)],
         "small": [_linear(512, 1024, 256, GELU, 0), _linear(384, 768, 512, RELU, 1)],
         "default": [
             _linear(2048, 3072, 768, GELU, 0),  # BERT/ViT-B MLP up-projection

@@ -18,7 +18,15 @@ import triton.language as tl
 from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.kernels.matmul import gemm_operands, gemm_tile_reason
 from corpus.suite.registry import register
-from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, next_pow2, product_configs
+from corpus.suite.spec import (
+    Config,
+    Dims,
+    KernelSpec,
+    cdiv,
+    dtype_bytes,
+    next_pow2,
+    product_configs,
+)
 
 
 @triton.jit

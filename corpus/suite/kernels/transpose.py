@@ -1,6 +1,6 @@
-"""2D transpose ``out = x.T`` of a contiguous ``[M, N]`` matrix into a contiguous ``[N, M]``
-one, in ``BLOCK_M x BLOCK_N`` tiles (reads coalesced along N, writes along M: the compiler
-reshuffles each tile through shared memory)."""
+"""2D transpose: ``out = x.T`` of a contiguous ``[M, N]`` matrix into a contiguous
+``[N, M]`` one, in ``BLOCK_M x BLOCK_N`` tiles (reads coalesced along N, writes along M; the
+compiler reshuffles each tile through shared memory)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Row mean and (population) variance with Welford's algorithm, the statistics pass of
-layer/batch normalization: ``mean[m]``, ``var[m]`` of ``x[m, :]`` in float32.
+"""Row mean and variance with Welford's algorithm: ``mean[m]``, ``var[m]`` (population)
+of ``x[m, :]`` in float32, the statistics pass of layer/batch normalization.
 
 Each program owns a row and loops over ``BLOCK_N`` chunks, updating per-lane running
 (mean, M2, count) triples; a ``tl.reduce`` with Welford's merge rule combines the lanes.
