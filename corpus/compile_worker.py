@@ -79,7 +79,10 @@ class CompileHandler:
         inputs = spec.make_inputs(task.dims, task.dtype, "meta", task.seed)
         _, args = spec.bind(inputs, task.dims, task.config)
         try:
-            result = compile_call(spec.kernel, args, target=self.init.target, **task.config.compile_options())
+            # always_compile: compile_time_s must be a real compile, not a cache load
+            result = compile_call(
+                spec.kernel, args, target=self.init.target, always_compile=True, **task.config.compile_options()
+            )
         except Exception as exc:
             return CompileOutcome(status=classify_compile_error(exc), error=_short(exc))
         outcome = CompileOutcome(
@@ -117,15 +120,12 @@ class CompileHandler:
         cubin = result.asm.get("cubin")
         if not isinstance(cubin, (bytes, bytearray)):
             return {"stats_note": "no cubin for this target"}
-        stats = static_stats(bytes(cubin))
-        return {
-            "n_regs": stats.n_regs,
-            "spill_bytes": stats.spill_bytes,
-            "shared_mem_bytes": stats.shared_mem_bytes,
-            "sass_instructions": stats.sass_instructions,
-            "sass_mix": [{"cls": k, "count": v} for k, v in sorted((stats.sass_mix or {}).items())] or None,
-            "stats_note": stats.note,
-        }
+        stats = static_stats(
+            bytes(cubin),
+            kernel_name=result.metadata.get("name"),
+            dynamic_shared_bytes=result.metadata.get("shared"),
+        )
+        return stats.to_row()
 
 
 def make_handler(init: CompileInit) -> CompileHandler:

@@ -147,7 +147,7 @@ class LayerNormBackward(KernelSpec):
         return product_configs({"NUM_PROGS": NUM_PROGS_VALUES}, num_warps=WARPS, num_stages=(1, 2, 3))
 
     def default_config(self) -> Config:
-        return Config({"NUM_PROGS": 64}, num_warps=4, num_stages=1)
+        return Config({"NUM_PROGS": 64}, num_warps=8, num_stages=1)
 
     def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
         progs = config.kwargs["NUM_PROGS"]
