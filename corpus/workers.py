@@ -119,7 +119,10 @@ class WorkerProcess:
         try:
             kind, payload = self._connection.recv()
         except (EOFError, ConnectionResetError) as exc:
-            code = self._process.exitcode if self._process else None
+            code = None
+            if self._process is not None:
+                self._process.join(timeout=5)  # the pipe closes a moment before the exit code is known
+                code = self._process.exitcode
             self.kill()
             raise WorkerCrashed(f"worker {self.name} died (exit code {code})") from exc
         if kind == "error":

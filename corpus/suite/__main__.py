@@ -129,6 +129,12 @@ def run_check(command: CheckCommand, console: Console) -> bool:
     from corpus.suite.report import check_table
 
     specs = select(load_suite(command.suites), command.names)
+    compiled = [name for name, spec in specs.items() if type(spec.kernel).__name__ != "InterpretedFunction"]
+    if command.device == "cpu" and compiled:
+        raise RuntimeError(
+            f"kernels of {', '.join(compiled)} were imported before the interpreter was selected; "
+            "run the check in a fresh process (or set TRITON_INTERPRET=1 before importing them)"
+        )
     dtypes = INTERPRETER_DTYPES if command.device == "cpu" else None
     results = check_suite(
         specs, command.scale, command.device, dtypes, command.samples, command.seed, command.every_config
@@ -161,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 suites, tuple(args.names), args.scale, args.device, args.samples, args.seed, args.every_config, args.json_path
             )
             return 0 if run_check(command, console) else 1
-    except (KeyError, ModuleNotFoundError) as exc:
+    except (KeyError, ModuleNotFoundError, RuntimeError) as exc:
         console.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}", highlight=False)
         return 2
     return 0

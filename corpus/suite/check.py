@@ -153,6 +153,14 @@ class CompilePlan:
     jobs: list[CompileJob]
     invalid: dict[str, str]
     """``launch string -> reason`` for configs invalid on every shape of the scale."""
+    distinct: int = 0
+    """Distinct compiles the valid configs need; more than ``len(jobs)`` after
+    :func:`limit_jobs`."""
+
+    @property
+    def valid(self) -> int:
+        """Configs valid on at least one shape (``space - len(invalid)``)."""
+        return self.space - len(self.invalid)
 
 
 def plan_compiles(spec: KernelSpec, scale: str = "default", dtype: str | None = None) -> CompilePlan:
@@ -177,7 +185,31 @@ def plan_compiles(spec: KernelSpec, scale: str = "default", dtype: str | None = 
             jobs[key] = CompileJob(spec.name, dims, dtype, config, 1)
         else:
             jobs[key] = CompileJob(seen.family, seen.dims, seen.dtype, seen.config, seen.covers + 1)
-    return CompilePlan(spec.name, len(spec.config_space()), list(jobs.values()), invalid)
+    return CompilePlan(spec.name, len(spec.config_space()), list(jobs.values()), invalid, len(jobs))
+
+
+def limit_jobs(plan: CompilePlan, limit: int, default: Config | None = None, seed: int = 0) -> CompilePlan:
+    """At most ``limit`` of the plan's jobs (all when ``limit <= 0``), chosen to cover every
+    value of every knob at least once where the limit allows: the default config first, then
+    jobs that add an uncovered (knob, value), then a seeded random fill."""
+    if limit <= 0 or len(plan.jobs) <= limit:
+        return plan
+    order = list(plan.jobs)
+    random.Random(f"{seed}:{plan.family}").shuffle(order)
+    order.sort(key=lambda job: job.config != default)  # stable: default first, rest shuffled
+    chosen: list[CompileJob] = []
+    covered: set[tuple[str, Any]] = set()
+    for job in order:
+        knobs = set({**job.config.kwargs, **job.config.compile_options()}.items())
+        if len(chosen) < limit and (job.config == default or knobs - covered):
+            chosen.append(job)
+            covered |= knobs
+    for job in order:
+        if len(chosen) >= limit:
+            break
+        if job not in chosen:
+            chosen.append(job)
+    return CompilePlan(plan.family, plan.space, chosen, plan.invalid, plan.distinct)
 
 
 def constexpr_names(kernel: Any) -> list[str]:

@@ -156,24 +156,32 @@ def show_family(spec: KernelSpec) -> Group:
         header.add_row(f"  {knob}", ", ".join(str(v) for v in values))
     header.add_row("default config", default.launch)
 
-    shapes = Table(title="shapes (flops and bytes per launch; valid configs per dtype)")
+    shapes = Table(title="shapes: flops and bytes moved per launch, valid configs, per dtype")
     shapes.add_column("scale")
     shapes.add_column("shape")
-    shapes.add_column("GFLOP", justify="right")
+    shapes.add_column("flops", justify="right")
     for dtype in spec.dtypes:
-        shapes.add_column(f"MB {dtype}", justify="right")
+        shapes.add_column(f"bytes {_SHORT_DTYPES.get(dtype, dtype)}", justify="right")
     for dtype in spec.dtypes:
-        shapes.add_column(f"valid {dtype}", justify="right")
+        shapes.add_column(f"valid {_SHORT_DTYPES.get(dtype, dtype)}", justify="right")
     for scale in SCALES:
         for dims in spec.shapes_for(scale):
             shapes.add_row(
                 scale,
                 shape_name(dims),
-                f"{spec.flops(dims) / 1e9:.3f}",
-                *(f"{spec.bytes_moved(dims, d) / 1e6:.2f}" for d in spec.dtypes),
+                _si(spec.flops(dims)),
+                *(_si(spec.bytes_moved(dims, d), "B") for d in spec.dtypes),
                 *(f"{_valid_count(spec, space, dims, d)}/{len(space)}" for d in spec.dtypes),
             )
     return Group(header, Text(""), shapes)
+
+
+def _si(value: int, unit: str = "") -> str:
+    """``1_500_000`` -> ``'1.50 M'``: decimal prefixes, three significant digits."""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value} {unit}".rstrip()
 
 
 def _valid_count(spec: KernelSpec, space: list[Config], dims: Dims, dtype: str) -> int:

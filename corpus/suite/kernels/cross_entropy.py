@@ -2,7 +2,8 @@
 
 The row is streamed once in BLOCK_V chunks while a running max and a rescaled running sum
 give logsumexp; the target's logit is read directly, so the loss is lse - logit[target].
-Rows whose target is ``ignore_index`` get a loss of zero (their lse is still written).
+Rows whose target is ``ignore_index`` get a loss of zero (their lse is still written). The
+chunk loop is load-pipelined num_stages deep.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import WARPS, block_reason, stages_reason
+from corpus.suite.kernels._rowwise import (
+    WARPS,
+    block_reason,
+    shared_memory_reason,
+    stages_reason,
+)
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -46,6 +52,7 @@ def cross_entropy_kernel(
     ignore_index,
     BLOCK_V: tl.constexpr,
     SINGLE_CHUNK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     row = tl.program_id(0)
     row_logits = logits_ptr + row.to(tl.int64) * stride_m
@@ -57,7 +64,7 @@ def cross_entropy_kernel(
     else:
         run_max = -float("inf")
         run_sum = 0.0
-        for start in range(0, V, BLOCK_V):
+        for start in tl.range(0, V, BLOCK_V, num_stages=NUM_STAGES):
             c = start + cols
             x = tl.load(row_logits + c, mask=c < V, other=-float("inf")).to(tl.float32)
             new_max = tl.maximum(run_max, tl.max(x, axis=0))
@@ -124,6 +131,7 @@ class CrossEntropy(KernelSpec):
             block_reason("BLOCK_V", block_v, dims["V"], floor=BLOCK_V_VALUES[0])
             or per_thread_reason(block_v, config.num_warps, high=64 if chunks == 1 else 32)
             or stages_reason(config, 0 if chunks == 1 else chunks)
+            or shared_memory_reason(config, block_v * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -150,6 +158,7 @@ class CrossEntropy(KernelSpec):
             "ignore_index": inputs["ignore_index"],
             "BLOCK_V": block_v,
             "SINGLE_CHUNK": dims["V"] <= block_v,
+            "NUM_STAGES": config.num_stages,
         }
         return (dims["M"],), args
 

@@ -3,7 +3,7 @@
 Tiles are BLOCK_M rows x BLOCK_N columns. The row is scanned chunk by chunk with
 ``tl.cumsum`` (a ``tt.scan`` with an add combiner); a float32 carry holds the total of the chunks already written and
 is added to each new chunk's scan, so the whole row is accumulated in float32 and rounded
-to the output dtype once.
+to the output dtype once. The chunk loop is load-pipelined num_stages deep.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import block_reason, stages_reason
+from corpus.suite.kernels._rowwise import block_reason, shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -42,6 +42,7 @@ def cumsum_kernel(
     stride_ym,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -50,7 +51,7 @@ def cumsum_kernel(
     y_rows = y_ptr + rows.to(tl.int64)[:, None] * stride_ym
     cols = tl.arange(0, BLOCK_N)
     carry = tl.zeros([BLOCK_M], tl.float32)
-    for start in range(0, N, BLOCK_N):
+    for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
         c = start + cols
         col_ok = c[None, :] < N
         x = tl.load(x_rows + c[None, :], mask=col_ok, other=0.0).to(tl.float32)
@@ -117,6 +118,7 @@ class Cumsum(KernelSpec):
             # a scan needs its input, its output and shuffle temporaries live per thread
             or per_thread_reason(block_m * block_n, config.num_warps, high=16)
             or stages_reason(config, cdiv(dims["N"], block_n))
+            or shared_memory_reason(config, block_m * block_n * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -135,6 +137,7 @@ class Cumsum(KernelSpec):
             "stride_ym": y.stride(0),
             "BLOCK_M": block_m,
             "BLOCK_N": config.kwargs["BLOCK_N"],
+            "NUM_STAGES": config.num_stages,
         }
         return (cdiv(dims["M"], block_m),), args
 

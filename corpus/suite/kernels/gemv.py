@@ -3,7 +3,8 @@ every linear layer and of the language-model head.
 
 Each program owns BLOCK_M rows and walks K in BLOCK_K chunks, accumulating the products in
 a BLOCK_M x BLOCK_K float32 tile; the tile is reduced across K once after the loop. When
-BLOCK_K divides K the loads carry no column mask (EVEN_K).
+BLOCK_K divides K the loads carry no column mask (EVEN_K). The K loop is load-pipelined
+num_stages deep.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import block_reason, stages_reason
+from corpus.suite.kernels._rowwise import block_reason, shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -41,13 +42,14 @@ def gemv_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
     EVEN_K: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     # Tail rows re-read row M - 1 so the loads need no row mask.
     a_rows = a_ptr + tl.minimum(rows, M - 1).to(tl.int64)[:, None] * stride_am
     cols = tl.arange(0, BLOCK_K)
     acc = tl.zeros([BLOCK_M, BLOCK_K], tl.float32)
-    for start in range(0, K, BLOCK_K):
+    for start in tl.range(0, K, BLOCK_K, num_stages=NUM_STAGES):
         k = start + cols
         if EVEN_K:
             a = tl.load(a_rows + k[None, :])
@@ -119,6 +121,7 @@ class Gemv(KernelSpec):
             # the 16-byte vector loads
             or per_thread_reason(block_m * block_k, config.num_warps, low=8, high=32)
             or stages_reason(config, cdiv(dims["K"], block_k))
+            or shared_memory_reason(config, (block_m + 1) * block_k * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -141,6 +144,7 @@ class Gemv(KernelSpec):
             "BLOCK_M": block_m,
             "BLOCK_K": block_k,
             "EVEN_K": dims["K"] % block_k == 0,
+            "NUM_STAGES": config.num_stages,
         }
         return (cdiv(dims["M"], block_m),), args
 

@@ -2,7 +2,8 @@
 distillation losses: loss[m] = sum_n exp(log_p) * (log_p - log_q).
 
 Tiles are BLOCK_M rows x BLOCK_N columns; every lane accumulates its own partial sum over
-the column chunks, and the lanes of a row are reduced once after the loop.
+the column chunks, and the lanes of a row are reduced once after the loop, which is
+load-pipelined num_stages deep.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import WARPS, block_reason, stages_reason
+from corpus.suite.kernels._rowwise import (
+    WARPS,
+    block_reason,
+    shared_memory_reason,
+    stages_reason,
+)
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -41,6 +47,7 @@ def kl_div_kernel(
     stride_m,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -48,7 +55,7 @@ def kl_div_kernel(
     row_offsets = tl.minimum(rows, M - 1).to(tl.int64)[:, None] * stride_m
     cols = tl.arange(0, BLOCK_N)
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for start in range(0, N, BLOCK_N):
+    for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
         c = start + cols
         col_ok = c[None, :] < N
         log_q = tl.load(log_q_ptr + row_offsets + c[None, :], mask=col_ok, other=0.0).to(tl.float32)
@@ -121,6 +128,7 @@ class KLDivergence(KernelSpec):
             # two input chunks plus the accumulator are live in the loop
             or per_thread_reason(block_m * block_n, config.num_warps, high=32)
             or stages_reason(config, cdiv(dims["N"], block_n))
+            or shared_memory_reason(config, 2 * block_m * block_n * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -141,6 +149,7 @@ class KLDivergence(KernelSpec):
             "stride_m": inputs["log_q"].stride(0),
             "BLOCK_M": block_m,
             "BLOCK_N": config.kwargs["BLOCK_N"],
+            "NUM_STAGES": config.num_stages,
         }
         return (cdiv(dims["M"], block_m),), args
 

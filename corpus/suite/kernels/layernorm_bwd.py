@@ -5,7 +5,8 @@ the whole row in registers (BLOCK_N = N rounded up to a power of two), writes dx
 accumulates its rows' share of dweight and dbias in float32 registers. At the end every
 program writes its partial sums to its own row of a scratch buffer, so no atomics or locks
 are needed. A second, fixed-config kernel (launched by :meth:`LayerNormBackward.launch`)
-sums the NUM_PROGS partial rows into dweight and dbias.
+sums the NUM_PROGS partial rows into dweight and dbias. The row loop is load-pipelined
+num_stages deep (the next rows of x and dy stream into shared memory).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import WARPS, stages_reason
+from corpus.suite.kernels._rowwise import WARPS, shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -53,6 +54,7 @@ def layernorm_bwd_kernel(
     stride_m,
     NUM_PROGS: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
@@ -60,7 +62,7 @@ def layernorm_bwd_kernel(
     w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK_N], tl.float32)
     db_acc = tl.zeros([BLOCK_N], tl.float32)
-    for row in range(pid, M, NUM_PROGS):
+    for row in tl.range(pid, M, NUM_PROGS, num_stages=NUM_STAGES):
         offset = tl.cast(row, tl.int64) * stride_m
         x = tl.load(x_ptr + offset + cols, mask=col_ok, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + offset + cols, mask=col_ok, other=0.0).to(tl.float32)
@@ -154,7 +156,13 @@ class LayerNormBackward(KernelSpec):
         if progs > dims["M"]:
             return f"NUM_PROGS={progs} > M={dims['M']}: programs without rows"
         # six row-length vectors are live in the loop (x, dy, w, x_hat, dw_acc, db_acc)
-        return per_thread_reason(next_pow2(dims["N"]), config.num_warps, high=32) or stages_reason(config, cdiv(dims["M"], progs))
+        block_n = next_pow2(dims["N"])
+        return (
+            per_thread_reason(block_n, config.num_warps, high=32)
+            or stages_reason(config, cdiv(dims["M"], progs))
+            # the row loop loads x and dy rows
+            or shared_memory_reason(config, 2 * block_n * dtype_bytes(dtype))
+        )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         m, n = dims["M"], dims["N"]
@@ -190,6 +198,7 @@ class LayerNormBackward(KernelSpec):
             "stride_m": inputs["x"].stride(0),
             "NUM_PROGS": progs,
             "BLOCK_N": next_pow2(dims["N"]),
+            "NUM_STAGES": config.num_stages,
         }
         return (progs,), args
 

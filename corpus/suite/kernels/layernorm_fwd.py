@@ -4,7 +4,8 @@ mean and reciprocal standard deviation (float32) that the backward pass needs.
 A row that fits one chunk is centred in registers (exact two-pass variance). Longer rows
 compute each chunk's mean and sum of squared deviations and merge them into the running
 row statistics with the parallel-variance update (Chan et al.), which stays accurate when
-the mean is large relative to the spread, unlike sum-of-squares minus squared sum.
+the mean is large relative to the spread, unlike sum-of-squares minus squared sum. Both
+chunk loops are load-pipelined num_stages deep.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import WARPS, block_reason, stages_reason
+from corpus.suite.kernels._rowwise import (
+    WARPS,
+    block_reason,
+    shared_memory_reason,
+    stages_reason,
+)
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -50,6 +56,7 @@ def layernorm_fwd_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_CHUNK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -72,7 +79,7 @@ def layernorm_fwd_kernel(
         mean = tl.zeros([BLOCK_M], tl.float32)
         m2 = tl.zeros([BLOCK_M], tl.float32)
         seen = 0.0
-        for start in range(0, N, BLOCK_N):
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             c = start + cols
             col_ok = c < N
             x = tl.load(x_rows + c[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
@@ -85,7 +92,7 @@ def layernorm_fwd_kernel(
             m2 += tl.sum(dev * dev, axis=1) + delta * delta * (seen * chunk_count / total)
             seen = total
         rstd = tl.rsqrt(m2 / N + eps)
-        for start in range(0, N, BLOCK_N):
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             c = start + cols
             col_ok = c < N
             x = tl.load(x_rows + c[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
@@ -155,6 +162,8 @@ class LayerNormForward(KernelSpec):
             or block_reason("BLOCK_M", block_m, dims["M"])
             or per_thread_reason(block_m * block_n, config.num_warps, high=64 if chunks == 1 else 32)
             or stages_reason(config, 0 if chunks == 1 else chunks)
+            # the normalizing pass loads x, weight and bias chunks
+            or shared_memory_reason(config, (block_m + 2) * block_n * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -189,6 +198,7 @@ class LayerNormForward(KernelSpec):
             "BLOCK_M": block_m,
             "BLOCK_N": block_n,
             "SINGLE_CHUNK": dims["N"] <= block_n,
+            "NUM_STAGES": config.num_stages,
         }
         return (cdiv(dims["M"], block_m),), args
 

@@ -3,7 +3,8 @@
 A row that fits one BLOCK_N chunk is read once. Longer rows use a lane-wise online pass:
 every lane keeps its own running max and rescaled sum across chunks, and the lanes are
 combined once after the loop (one cross-lane reduction per row instead of two per chunk);
-a second pass writes x - logsumexp.
+a second pass writes x - logsumexp. The innermost loop with loads (the row loop for
+one-chunk rows, else the chunk loops) is load-pipelined num_stages deep.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import WARPS, block_reason, stages_reason
+from corpus.suite.kernels._rowwise import (
+    WARPS,
+    block_reason,
+    shared_memory_reason,
+    stages_reason,
+)
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -43,25 +49,30 @@ def log_softmax_kernel(
     ROWS_PER_PROG: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_CHUNK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     first_row = tl.program_id(0) * ROWS_PER_PROG
     cols = tl.arange(0, BLOCK_N)
-    for r in range(ROWS_PER_PROG):
-        # The last program's surplus iterations redo row M - 1 and store identical values.
-        row = tl.minimum(first_row + r, M - 1).to(tl.int64)
-        x_row = x_ptr + row * stride_xm
-        y_row = y_ptr + row * stride_ym
-        if SINGLE_CHUNK:
-            col_ok = cols < N
-            x = tl.load(x_row + cols, mask=col_ok, other=-float("inf")).to(tl.float32)
+    if SINGLE_CHUNK:
+        # Whole rows: the row loop is the one to pipeline (the next row's load overlaps
+        # this row's math).
+        col_ok = cols < N
+        for r in tl.range(0, ROWS_PER_PROG, num_stages=NUM_STAGES):
+            # The last program's surplus iterations redo row M - 1 and store identical values.
+            row = tl.minimum(first_row + r, M - 1).to(tl.int64)
+            x = tl.load(x_ptr + row * stride_xm + cols, mask=col_ok, other=-float("inf")).to(tl.float32)
             row_max = tl.max(x, axis=0)
             lse = row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0))
-            tl.store(y_row + cols, (x - lse).to(y_ptr.dtype.element_ty), mask=col_ok)
-        else:
+            tl.store(y_ptr + row * stride_ym + cols, (x - lse).to(y_ptr.dtype.element_ty), mask=col_ok)
+    else:
+        for r in range(ROWS_PER_PROG):
+            row = tl.minimum(first_row + r, M - 1).to(tl.int64)
+            x_row = x_ptr + row * stride_xm
+            y_row = y_ptr + row * stride_ym
             # N > BLOCK_N, so the first chunk is full and every lane max is finite after it.
             lane_max = tl.full([BLOCK_N], -float("inf"), tl.float32)
             lane_sum = tl.zeros([BLOCK_N], tl.float32)
-            for start in range(0, N, BLOCK_N):
+            for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
                 c = start + cols
                 x = tl.load(x_row + c, mask=c < N, other=-float("inf")).to(tl.float32)
                 new_max = tl.maximum(lane_max, x)
@@ -69,7 +80,7 @@ def log_softmax_kernel(
                 lane_max = new_max
             row_max = tl.max(lane_max, axis=0)
             lse = row_max + tl.log(tl.sum(lane_sum * tl.exp(lane_max - row_max), axis=0))
-            for start in range(0, N, BLOCK_N):
+            for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
                 c = start + cols
                 col_ok = c < N
                 x = tl.load(x_row + c, mask=col_ok, other=0.0).to(tl.float32)
@@ -98,6 +109,7 @@ class LogSoftmax(KernelSpec):
             # classification heads and short rows
             {"M": 32768, "N": 768},
             {"M": 16384, "N": 1000},
+            {"M": 16384, "N": 2048},
             {"M": 8192, "N": 4096},
             # token log-probabilities over a vocabulary (RL fine-tuning, distillation)
             {"M": 4096, "N": 32000},
@@ -137,6 +149,7 @@ class LogSoftmax(KernelSpec):
             or block_reason("ROWS_PER_PROG", rows, dims["M"])
             or per_thread_reason(block_n, config.num_warps, high=64 if chunks == 1 else 32)
             or stages_reason(config, trips)
+            or shared_memory_reason(config, block_n * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -156,6 +169,7 @@ class LogSoftmax(KernelSpec):
             "ROWS_PER_PROG": rows,
             "BLOCK_N": block_n,
             "SINGLE_CHUNK": dims["N"] <= block_n,
+            "NUM_STAGES": config.num_stages,
         }
         return (cdiv(dims["M"], rows),), args
 

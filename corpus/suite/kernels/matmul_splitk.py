@@ -113,7 +113,7 @@ class MatmulSplitK(KernelSpec):
         return product_configs(
             {
                 "BLOCK_N": (32, 64, 128, 256),
-                "BLOCK_K": (32, 64, 128),
+                "BLOCK_K": (64, 128),
                 "SPLIT_K": (2, 4, 8, 16),
             },
             num_warps=(2, 4),

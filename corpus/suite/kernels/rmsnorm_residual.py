@@ -5,7 +5,8 @@
 Tiles are BLOCK_M rows x BLOCK_N columns. A row that fits one chunk is read once. Longer
 rows take two passes: the first accumulates h^2 lane-wise without writing anything, the
 second recomputes h from the still-untouched inputs and writes both residual and y, so no
-program ever reads a value it has written.
+program ever reads a value it has written (prefetched chunks lie ahead of the chunk being
+written). Both chunk loops are load-pipelined num_stages deep.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import WARPS, block_reason, stages_reason
+from corpus.suite.kernels._rowwise import (
+    WARPS,
+    block_reason,
+    shared_memory_reason,
+    stages_reason,
+)
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -48,6 +54,7 @@ def rmsnorm_residual_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_CHUNK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -69,7 +76,7 @@ def rmsnorm_residual_kernel(
         tl.store(y_ptr + store_offsets + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=store_mask)
     else:
         squares = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-        for start in range(0, N, BLOCK_N):
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             c = start + cols
             col_ok = c[None, :] < N
             x = tl.load(x_ptr + load_offsets + c[None, :], mask=col_ok, other=0.0).to(tl.float32)
@@ -77,7 +84,7 @@ def rmsnorm_residual_kernel(
             h = x + r
             squares += h * h
         inv_rms = tl.rsqrt(tl.sum(squares, axis=1) / N + eps)
-        for start in range(0, N, BLOCK_N):
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             c = start + cols
             col_ok = c[None, :] < N
             x = tl.load(x_ptr + load_offsets + c[None, :], mask=col_ok, other=0.0).to(tl.float32)
@@ -148,6 +155,8 @@ class RMSNormResidual(KernelSpec):
             or block_reason("BLOCK_M", block_m, dims["M"])
             or per_thread_reason(block_m * block_n, config.num_warps, high=64 if chunks == 1 else 32)
             or stages_reason(config, 0 if chunks == 1 else chunks)
+            # the writing pass loads x, residual and weight chunks
+            or shared_memory_reason(config, (2 * block_m + 1) * block_n * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -174,6 +183,7 @@ class RMSNormResidual(KernelSpec):
             "BLOCK_M": block_m,
             "BLOCK_N": block_n,
             "SINGLE_CHUNK": dims["N"] <= block_n,
+            "NUM_STAGES": config.num_stages,
         }
         return (cdiv(dims["M"], block_m),), args
 

@@ -3,7 +3,8 @@
 When a row fits one BLOCK_N chunk the tile stays in registers (one read, one write). Longer
 rows take two passes over BLOCK_N chunks: an online pass that carries a running max and a
 rescaled running sum per row, then a pass that writes exp(x - max) / sum. Exponentials use
-exp2 with the log2(e) factor folded in, as hand-tuned softmax kernels do.
+exp2 with the log2(e) factor folded in, as hand-tuned softmax kernels do. Both chunk
+loops are load-pipelined num_stages deep (``NUM_STAGES``, see ``_rowwise``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ import torch
 import triton
 import triton.language as tl
 
-from corpus.suite.kernels._rowwise import WARPS, block_reason, stages_reason
+from corpus.suite.kernels._rowwise import (
+    WARPS,
+    block_reason,
+    shared_memory_reason,
+    stages_reason,
+)
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -44,6 +50,7 @@ def softmax_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_CHUNK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -64,7 +71,7 @@ def softmax_kernel(
     else:
         run_max = tl.full([BLOCK_M], -float("inf"), tl.float32)
         run_sum = tl.zeros([BLOCK_M], tl.float32)
-        for start in range(0, N, BLOCK_N):
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             c = start + cols
             x = tl.load(x_rows + c[None, :], mask=c[None, :] < N, other=-float("inf")).to(tl.float32)
             x = x * LOG2E
@@ -73,7 +80,7 @@ def softmax_kernel(
             run_sum = run_sum * tl.exp2(run_max - new_max) + chunk_sum
             run_max = new_max
         inv_sum = 1.0 / run_sum
-        for start in range(0, N, BLOCK_N):
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             c = start + cols
             col_ok = c[None, :] < N
             x = tl.load(x_rows + c[None, :], mask=col_ok, other=-float("inf")).to(tl.float32)
@@ -143,6 +150,7 @@ class Softmax(KernelSpec):
             # one chunk keeps the whole tile live; the loop keeps one chunk plus its exp
             or per_thread_reason(block_m * block_n, config.num_warps, high=64 if chunks == 1 else 32)
             or stages_reason(config, 0 if chunks == 1 else chunks)
+            or shared_memory_reason(config, block_m * block_n * dtype_bytes(dtype))
         )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
@@ -162,6 +170,7 @@ class Softmax(KernelSpec):
             "BLOCK_M": block_m,
             "BLOCK_N": block_n,
             "SINGLE_CHUNK": dims["N"] <= block_n,
+            "NUM_STAGES": config.num_stages,
         }
         return (cdiv(dims["M"], block_m),), args
 

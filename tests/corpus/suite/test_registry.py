@@ -124,3 +124,9 @@ def test_docs_list_every_builtin_family(specs: dict[str, KernelSpec]) -> None:
     text = SUITE_DOC.read_text()
     missing = [name for name in specs if f"`{name}`" not in text]
     assert not missing, f"docs/suite.md does not list: {', '.join(missing)}"
+
+
+def test_interpreter_check_refuses_already_compiled_kernels(capsys: pytest.CaptureFixture[str]) -> None:
+    load_suite()  # this process holds JIT kernels, as the compile tests need
+    assert main(["check", "add_broadcast", "--device", "cpu"]) == 2
+    assert "before the interpreter was selected" in capsys.readouterr().out.replace("\n", "")
