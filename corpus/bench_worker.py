@@ -93,14 +93,6 @@ def max_abs_error(actual: Any, expected: Any) -> float:
     return float(difference.max()) if difference.numel() else 0.0
 
 
-def matches(actual: Any, expected: Any, atol: float, rtol: float) -> bool:
-    import torch
-
-    a = actual.detach().to(torch.float32)
-    b = expected.detach().to(device=a.device, dtype=torch.float32)
-    return a.shape == b.shape and bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
-
-
 class BenchHandler:
     """Serves :class:`RunSetup` and :class:`ConfigBench` requests."""
 
@@ -174,20 +166,11 @@ class BenchHandler:
         except Exception as exc:
             status, sticky = classify_launch_error(exc)
             return BenchOutcome(status=status, error=_short(exc), sticky=sticky)
-        atol, rtol = spec.tolerance(setup.dtype)
-        error = 0.0
-        wrong = []
-        for name, expected in self.reference.items():
-            actual = self.inputs[name]
-            error = max(error, max_abs_error(actual, expected))
-            if not matches(actual, expected, atol, rtol):
-                wrong.append(name)
+        error = max((max_abs_error(self.inputs[name], expected) for name, expected in self.reference.items()), default=0.0)
+        wrong = spec.mismatches(self.inputs, self.reference, setup.dtype)
         if wrong:
-            return BenchOutcome(
-                status=Status.MISMATCH.value,
-                error=f"output(s) {', '.join(wrong)} differ from the reference (atol={atol:g}, rtol={rtol:g})",
-                max_abs_error=error,
-            )
+            details = "; ".join(f"{name}: {why}" for name, why in sorted(wrong.items()))
+            return BenchOutcome(status=Status.MISMATCH.value, error=details[:400], max_abs_error=error)
         restore = self._restore if self.snapshots else None
         try:
             samples = self.timer.measure(launch, restore, self.init.warmup, self.init.rep)

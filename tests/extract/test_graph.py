@@ -255,7 +255,7 @@ def test_invalid_text_names_the_given_source() -> None:
         IrGraph.from_text("module {\n  tt.func @f( {\n", source="kernel.ttgir")
 
 
-def test_the_example_drawn_in_docs_extract_md() -> None:
+def test_the_example_drawn_in_the_readme() -> None:
     graph = IrGraph.from_file(HANDWRITTEN / "readme_example.ttir")
     assert [(n.node_kind, n.op_name) for n in graph.nodes] == [
         ("op", "tt.func"), ("block_arg", "tt.func"), ("block_arg", "tt.func"),
