@@ -122,9 +122,20 @@ def run_doc(command: DocCommand, console: Console) -> None:
 
 
 def run_check(command: CheckCommand, console: Console) -> bool:
+    previous = os.environ.get("TRITON_INTERPRET")
     if command.device == "cpu":
         # Must precede the first import of a kernel module: @triton.jit reads it then.
         os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        return _check(command, console)
+    finally:  # a caller in the same process (tests) must not inherit the interpreter
+        if previous is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = previous
+
+
+def _check(command: CheckCommand, console: Console) -> bool:
     from corpus.suite.check import INTERPRETER_DTYPES, check_suite
     from corpus.suite.report import check_table
 
