@@ -15,7 +15,7 @@ from corpus.plan import PlannedConfig, PlannedRun
 from corpus.suite.spec import KernelSpec
 from corpus.timing import summarize
 from schemas.enums import Status
-from schemas.identity import canonical_json
+from schemas.identity import canonical_json, kernel_id
 
 TIMING_FIELDS = ("median_ms", "mean_ms", "min_ms", "max_ms", "p20_ms", "p80_ms", "std_ms", "n_reps")
 
@@ -26,8 +26,6 @@ def now() -> datetime:
 
 def kernel_row(spec: KernelSpec, suite_module: str) -> dict[str, Any]:
     source, entry, module = kernel_source(spec)
-    from schemas.identity import kernel_id
-
     return {
         "kernel_id": kernel_id(source, entry),
         "family": spec.name,

@@ -13,7 +13,17 @@ to identical code.
 
 from __future__ import annotations
 
-from corpus.suite.spec import Config
+from collections.abc import Sequence
+
+from corpus.suite.spec import (
+    Config,
+    Dims,
+    KernelSpec,
+    cdiv,
+    dtype_bytes,
+    per_thread_reason,
+    product_configs,
+)
 
 WARPS: tuple[int, ...] = (1, 2, 4, 8, 16)
 """num_warps values real row-kernel tuners sweep."""
@@ -54,3 +64,48 @@ def shared_memory_reason(config: Config, bytes_per_stage: int) -> str | None:
             f"(> {SHARED_MEMORY_BUDGET // 1024} KiB)"
         )
     return None
+
+
+class RowTileSpec(KernelSpec):
+    """A family whose program handles a BLOCK_M x BLOCK_N tile of rows of length N, looping
+    over N in BLOCK_N chunks when one chunk does not cover the row.
+
+    Subclasses give the bytes one pipeline stage loads (:meth:`stage_bytes`) and, when they
+    differ, the tile values, the live-element limit per thread and the loop trip count."""
+
+    block_m_values: Sequence[int] = (1, 2, 4)
+    block_n_values: Sequence[int] = (512, 1024, 2048, 4096, 8192)
+    block_n_floor: int | None = None
+    """Smallest useful BLOCK_N (default: the smallest in the space)."""
+
+    def config_space(self) -> list[Config]:
+        return product_configs(
+            {"BLOCK_M": self.block_m_values, "BLOCK_N": self.block_n_values}, num_warps=WARPS, num_stages=(1, 2)
+        )
+
+    def default_config(self) -> Config:
+        return Config({"BLOCK_M": 1, "BLOCK_N": 1024}, num_warps=4, num_stages=1)
+
+    def stage_bytes(self, block_m: int, block_n: int, dtype: str) -> int:
+        """Bytes of loads one iteration of the chunk loop keeps in flight."""
+        return block_m * block_n * dtype_bytes(dtype)
+
+    def live_limit(self, chunks: int) -> int:
+        """Most tile elements a thread may hold: the whole tile stays live when one chunk
+        covers the row; the loop keeps one chunk plus its temporaries."""
+        return 64 if chunks == 1 else 32
+
+    def loop_trips(self, chunks: int) -> int:
+        return 0 if chunks == 1 else chunks
+
+    def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
+        block_m, block_n = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
+        chunks = cdiv(dims["N"], block_n)
+        floor = self.block_n_values[0] if self.block_n_floor is None else self.block_n_floor
+        return (
+            block_reason("BLOCK_N", block_n, dims["N"], floor=floor)
+            or block_reason("BLOCK_M", block_m, dims["M"])
+            or per_thread_reason(block_m * block_n, config.num_warps, high=self.live_limit(chunks))
+            or stages_reason(config, self.loop_trips(chunks))
+            or shared_memory_reason(config, self.stage_bytes(block_m, block_n, dtype))
+        )

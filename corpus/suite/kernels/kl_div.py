@@ -16,25 +16,17 @@ import triton
 import triton.language as tl
 
 from corpus.suite.kernels._rowwise import (
-    WARPS,
-    block_reason,
-    shared_memory_reason,
-    stages_reason,
+    RowTileSpec,
 )
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
     Dims,
-    KernelSpec,
     cdiv,
     dtype_bytes,
     output_buffer,
-    per_thread_reason,
-    product_configs,
     seeded_randn,
 )
-
-BLOCK_N_VALUES = (512, 1024, 2048, 4096, 8192)
 
 
 @triton.jit
@@ -70,7 +62,7 @@ def _log_probs(dims: Dims, dtype: str, device: str, seed: int) -> torch.Tensor:
 
 
 @register
-class KLDivergence(KernelSpec):
+class KLDivergence(RowTileSpec):
     """loss[m] = KL(P_m || Q_m) in float32, with P and Q given as log-probabilities of shape
     (M, N) (``kl_div(log_q, log_p, reduction='none', log_target=True).sum(-1)``)."""
 
@@ -110,26 +102,15 @@ class KLDivergence(KernelSpec):
     def kernel(self) -> Any:
         return kl_div_kernel
 
-    def config_space(self) -> list[Config]:
-        return product_configs(
-            {"BLOCK_M": (1, 2, 4), "BLOCK_N": BLOCK_N_VALUES},
-            num_warps=WARPS,
-            num_stages=(1, 2),
-        )
+    def stage_bytes(self, block_m: int, block_n: int, dtype: str) -> int:
+        return 2 * block_m * block_n * dtype_bytes(dtype)
 
-    def default_config(self) -> Config:
-        return Config({"BLOCK_M": 1, "BLOCK_N": 1024}, num_warps=4, num_stages=1)
+    def live_limit(self, chunks: int) -> int:
+        # two input chunks plus the accumulator are live in the loop
+        return 32
 
-    def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
-        block_m, block_n = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
-        return (
-            block_reason("BLOCK_N", block_n, dims["N"], floor=BLOCK_N_VALUES[0])
-            or block_reason("BLOCK_M", block_m, dims["M"])
-            # two input chunks plus the accumulator are live in the loop
-            or per_thread_reason(block_m * block_n, config.num_warps, high=32)
-            or stages_reason(config, cdiv(dims["N"], block_n))
-            or shared_memory_reason(config, 2 * block_m * block_n * dtype_bytes(dtype))
-        )
+    def loop_trips(self, chunks: int) -> int:
+        return chunks
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         return {

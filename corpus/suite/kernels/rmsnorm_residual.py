@@ -19,25 +19,18 @@ import triton
 import triton.language as tl
 
 from corpus.suite.kernels._rowwise import (
-    WARPS,
-    block_reason,
-    shared_memory_reason,
-    stages_reason,
+    RowTileSpec,
 )
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
     Dims,
-    KernelSpec,
     cdiv,
     dtype_bytes,
     output_buffer,
-    per_thread_reason,
-    product_configs,
     seeded_randn,
 )
 
-BLOCK_N_VALUES = (512, 1024, 2048, 4096, 8192)
 EPS = 1e-6
 
 
@@ -98,7 +91,7 @@ def rmsnorm_residual_kernel(
 
 
 @register
-class RMSNormResidual(KernelSpec):
+class RMSNormResidual(RowTileSpec):
     """Fused residual add + RMSNorm over rows of x (M, N); updates ``residual`` in place."""
 
     name = "rmsnorm_residual"
@@ -137,27 +130,9 @@ class RMSNormResidual(KernelSpec):
     def kernel(self) -> Any:
         return rmsnorm_residual_kernel
 
-    def config_space(self) -> list[Config]:
-        return product_configs(
-            {"BLOCK_M": (1, 2, 4), "BLOCK_N": BLOCK_N_VALUES},
-            num_warps=WARPS,
-            num_stages=(1, 2),
-        )
-
-    def default_config(self) -> Config:
-        return Config({"BLOCK_M": 1, "BLOCK_N": 1024}, num_warps=4, num_stages=1)
-
-    def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
-        block_m, block_n = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
-        chunks = cdiv(dims["N"], block_n)
-        return (
-            block_reason("BLOCK_N", block_n, dims["N"], floor=BLOCK_N_VALUES[0])
-            or block_reason("BLOCK_M", block_m, dims["M"])
-            or per_thread_reason(block_m * block_n, config.num_warps, high=64 if chunks == 1 else 32)
-            or stages_reason(config, 0 if chunks == 1 else chunks)
-            # the writing pass loads x, residual and weight chunks
-            or shared_memory_reason(config, (2 * block_m + 1) * block_n * dtype_bytes(dtype))
-        )
+    def stage_bytes(self, block_m: int, block_n: int, dtype: str) -> int:
+        # the writing pass loads x, residual and weight chunks
+        return (2 * block_m + 1) * block_n * dtype_bytes(dtype)
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         m, n = dims["M"], dims["N"]

@@ -17,21 +17,15 @@ import triton
 import triton.language as tl
 
 from corpus.suite.kernels._rowwise import (
-    WARPS,
-    block_reason,
-    shared_memory_reason,
-    stages_reason,
+    RowTileSpec,
 )
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
     Dims,
-    KernelSpec,
     cdiv,
     dtype_bytes,
     output_buffer,
-    per_thread_reason,
-    product_configs,
     seeded_randn,
 )
 
@@ -89,7 +83,7 @@ def softmax_kernel(
 
 
 @register
-class Softmax(KernelSpec):
+class Softmax(RowTileSpec):
     """y = softmax(x, dim=-1) for x of shape (M, N)."""
 
     name = "softmax"
@@ -131,27 +125,8 @@ class Softmax(KernelSpec):
     def kernel(self) -> Any:
         return softmax_kernel
 
-    def config_space(self) -> list[Config]:
-        return product_configs(
-            {"BLOCK_M": (1, 2, 4), "BLOCK_N": (512, 1024, 2048, 4096, 8192)},
-            num_warps=WARPS,
-            num_stages=(1, 2),
-        )
-
-    def default_config(self) -> Config:
-        return Config({"BLOCK_M": 1, "BLOCK_N": 1024}, num_warps=4, num_stages=1)
-
-    def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
-        block_m, block_n = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
-        chunks = cdiv(dims["N"], block_n)
-        return (
-            block_reason("BLOCK_N", block_n, dims["N"])
-            or block_reason("BLOCK_M", block_m, dims["M"])
-            # one chunk keeps the whole tile live; the loop keeps one chunk plus its exp
-            or per_thread_reason(block_m * block_n, config.num_warps, high=64 if chunks == 1 else 32)
-            or stages_reason(config, 0 if chunks == 1 else chunks)
-            or shared_memory_reason(config, block_m * block_n * dtype_bytes(dtype))
-        )
+    # the smallest block is useful even on rows shorter than it
+    block_n_floor = 1
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         shape = (dims["M"], dims["N"])
