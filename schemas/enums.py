@@ -23,7 +23,16 @@ class Timer(str, Enum):
 
     CUDA_EVENT = "cuda_event"
     CUDA_GRAPH = "cuda_graph"
+    THREAD_CPU = "thread_cpu"
+    """CPU time of the benchmark worker's launching thread (the interpreter, version 2)."""
+    PROCESS_CPU = "process_cpu"
+    """CPU time of the whole benchmark worker process (the interpreter, version 2)."""
     WALL = "wall"
+    """Wall clock around each launch (the interpreter, version 1)."""
+    TRITON_DO_BENCH = "triton_do_bench"
+    """Timed by Triton's own autotuner (``corpus.record``)."""
+    EXTERNAL = "external"
+    """Imported from another tool's log; ``runs.source`` names the tool."""
 
 
 class Level(str, Enum):
@@ -31,11 +40,36 @@ class Level(str, Enum):
 
     TTIR = "ttir"
     TTGIR = "ttgir"
+    HELION_FX = "helion_fx"
+    """Helion's device IR (an FX graph), imported from Helion's autotune logs."""
 
 
 class EdgeKind(str, Enum):
     DATA = "data"
     REGION = "region"
+
+
+class Source(str, Enum):
+    """Where a run's rows came from (``runs.source``)."""
+
+    HARVEST = "harvest"
+    RECORD = "record"
+    HELION = "helion"
+    TRITONPARSE = "tritonparse"
+
+
+class Role(str, Enum):
+    """Role of a meta-parameter across kernel families (``measurements.config_roles``)."""
+
+    TILE_M = "tile_m"
+    TILE_N = "tile_n"
+    TILE_K = "tile_k"
+    REDUCTION_BLOCK = "reduction_block"
+    SPLIT = "split"
+    PROGRAMS = "programs"
+    GROUP = "group"
+    ROWS_PER_PROGRAM = "rows_per_program"
+    OTHER = "other"
 
 
 class NodeKind(str, Enum):
@@ -49,3 +83,5 @@ DEVICE_INTERPRETER = "interpreter"
 STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 TIMERS: tuple[str, ...] = tuple(t.value for t in Timer)
 LEVELS: tuple[str, ...] = tuple(lv.value for lv in Level)
+ROLES: tuple[str, ...] = tuple(r.value for r in Role)
+SOURCES: tuple[str, ...] = tuple(s.value for s in Source)

@@ -15,9 +15,19 @@ import pyarrow as pa
 
 from schemas.enums import DEVICE_INTERPRETER
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the table layout written by this code. Bump it and register a migration in
 :mod:`schemas.migrations` whenever a field is added, removed, renamed or retyped."""
+
+CHANGES: dict[int, str] = {
+    2: "Training-ready columns and trustworthy labels: launch grid and program count, problem "
+    "sizes apart from mode flags, knob roles, the IR target, CPU-time timing with interleaved "
+    "passes, identical binaries measured once (same_binary_as), divisibility/contiguity of IR "
+    "values, provenance of rows from other sources; ir_graphs.num_stages removed (an IR is "
+    "shared by configs that differ in num_stages).",
+}
+"""What each version changed, rendered into docs/SCHEMA.md."""
+
 
 def _f(name: str, type_: pa.DataType, doc: str, *, nullable: bool = True) -> pa.Field:
     return pa.field(name, type_, nullable=nullable, metadata={"doc": doc})
@@ -46,6 +56,8 @@ _IR_ID = _f(
     nullable=False,
 )
 
+NAMED_INT = pa.struct([pa.field("name", pa.string()), pa.field("value", pa.int64())])
+
 KERNELS = pa.schema(
     [
         _VERSION,
@@ -73,7 +85,9 @@ RUNS = pa.schema(
         _f("family", pa.string(), "Suite family name (denormalized from kernels for filtering).", nullable=False),
         _f("scale", pa.string(), "Shape scale the run came from: tiny, small, default or large."),
         _f("shape_name", pa.string(), "Human-readable problem name, e.g. 'M4096_N4096'."),
-        _f("problem_json", pa.string(), "Problem dimensions as canonical JSON, e.g. {\"M\":4096}."),
+        _f("problem_json", pa.string(), "Problem description as canonical JSON, sizes and mode flags together, e.g. {\"M\":4096,\"TRANS_B\":1}."),
+        _f("problem_dims", pa.list_(NAMED_INT), "Problem sizes (elements, rows, ...) as name/value pairs, without mode flags; null when unknown (version-1 rows)."),
+        _f("problem_flags", pa.list_(NAMED_INT), "Mode switches of the problem (e.g. TRANS_B=1, RESIDUAL=0) as name/value pairs; null when unknown."),
         _f("dtype", pa.string(), "Main element dtype of the problem, e.g. 'float16'."),
         _f("signature_json", pa.string(), "Canonical JSON of the input signature hashed into run_id."),
         _f("arg_names", pa.list_(pa.string()), "Kernel argument names in call order."),
@@ -82,6 +96,7 @@ RUNS = pa.schema(
         _f("stride_patterns", pa.list_(pa.string()), "Per-argument stride pattern, one char per dim: '0', '1' or 'n'."),
         _f("flops", pa.int64(), "Floating-point operations of one kernel launch (spec's count)."),
         _f("bytes_moved", pa.int64(), "Minimum DRAM bytes one launch must read plus write, bytes."),
+        _f("arithmetic_intensity", pa.float64(), "flops / bytes_moved, FLOP per byte (null when bytes_moved is 0)."),
         _f("device_kind", pa.string(), "'cuda' or 'interpreter'.", nullable=False),
         _ARCH,
         _f("device_name", pa.string(), "Device model name, e.g. 'NVIDIA H100 80GB HBM3'."),
@@ -92,13 +107,22 @@ RUNS = pa.schema(
         _f("total_memory_bytes", pa.int64(), "Device memory, bytes."),
         _f("sm_clock_mhz", pa.int32(), "SM clock at harvest time, MHz."),
         _f("mem_clock_mhz", pa.int32(), "Memory clock at harvest time, MHz."),
+        _f("sm_clock_max_mhz", pa.int32(), "Maximum SM clock of the device, MHz."),
+        _f("mem_clock_max_mhz", pa.int32(), "Maximum memory clock of the device, MHz."),
         _f("driver_version", pa.string(), "CUDA driver version."),
         _f("cuda_version", pa.string(), "CUDA runtime version torch was built with."),
         _f("triton_version", pa.string(), "triton.__version__."),
         _f("torch_version", pa.string(), "torch.__version__."),
         _f("toolchain_json", pa.string(), "Canonical JSON of the toolchain fingerprint hashed into run_id."),
+        _f("ir_target", pa.string(), "Compile target of the stored IR graphs and static SASS stats, e.g. 'sm_90' (the device's own arch on a GPU; an explicit target on the interpreter)."),
         _f("hostname", pa.string(), "Host that ran the harvest."),
-        _f("timer", pa.string(), "How latencies were taken: cuda_event, cuda_graph or wall."),
+        _f("setup_error", pa.string(), "Why the run could not be set up (inputs, reference) on the benchmark device; null when it was. Such a run has no timed measurements."),
+        _f("source", pa.string(), "Where the rows came from: harvest, record (a live workload's Triton autotuning), helion or tritonparse (imported logs). Null in version-1 rows (harvest)."),
+        _f("source_ref", pa.string(), "The source's own id of this run (e.g. Helion's run_id), kept as provenance."),
+        _f("timer", pa.string(), "How latencies were taken: cuda_event, cuda_graph, thread_cpu or process_cpu (interpreter CPU time of the benchmark worker), wall (version 1), triton_do_bench (recorded from Triton's autotuner) or external (imported logs)."),
+        _f("timing_passes", pa.int32(), "Interleaved passes over the run's configs (each pass times every config in a seeded random order)."),
+        _f("reps_per_pass", pa.int32(), "Timed reps per config in each pass."),
+        _f("host_load_1m", pa.float64(), "1-minute load average of the host when the run started (os.getloadavg)."),
         _f("l2_flush", pa.bool_(), "True when L2 was flushed before every timed rep."),
         _f("l2_flush_bytes", pa.int64(), "Size of the flush buffer, bytes (0 when not flushed)."),
         _f("warmup", pa.int32(), "Untimed launches before timing each config."),
@@ -116,6 +140,7 @@ RUNS = pa.schema(
 )
 
 CONFIG_PARAM = pa.struct([pa.field("name", pa.string()), pa.field("value", pa.int64())])
+CONFIG_ROLE = pa.struct([pa.field("name", pa.string()), pa.field("role", pa.string()), pa.field("value", pa.int64())])
 SASS_CLASS_COUNT = pa.struct([pa.field("cls", pa.string()), pa.field("count", pa.int32())])
 
 MEASUREMENTS = pa.schema(
@@ -128,11 +153,15 @@ MEASUREMENTS = pa.schema(
         _f("config_json", pa.string(), "Canonical JSON of the config (kwargs, num_warps, num_stages, num_ctas, maxnreg)."),
         _f("launch", pa.string(), "The config as a triton.Config(...) expression."),
         _f("config_params", pa.list_(CONFIG_PARAM), "Integer meta-parameters (BLOCK_M, ...) as name/value pairs."),
+        _f("config_roles", pa.list_(CONFIG_ROLE), "Each meta-parameter with its role across families (tile_m, tile_n, tile_k, reduction_block, split, programs, group, rows_per_program, other) and value, so BLOCK_N of one family and BLOCK_V of another line up."),
         _f("num_warps", pa.int32(), "Warps per program."),
         _f("num_stages", pa.int32(), "Software-pipelining stages."),
         _f("num_ctas", pa.int32(), "CTAs per cluster."),
         _f("maxnreg", pa.int32(), "Register cap per thread; null when uncapped."),
         _f("is_default", pa.bool_(), "True for the spec's untuned default config."),
+        _f("grid", pa.list_(pa.int64()), "Launch grid (programs along each axis) as the kernel was launched."),
+        _f("num_programs", pa.int64(), "Product of the grid: programs launched."),
+        _f("threads_per_program", pa.int32(), "num_warps x warp size (32)."),
         _f("status", pa.string(), "Outcome: ok, compile_error, out_of_resources, compile_timeout, runtime_error, timeout, mismatch, skipped.", nullable=False),
         _f("error", pa.string(), "Short error text for failed configs (null when ok)."),
         _f("max_abs_error", pa.float64(), "Largest absolute difference to the reference over all checked outputs."),
@@ -144,16 +173,20 @@ MEASUREMENTS = pa.schema(
         _f("p80_ms", pa.float64(), "80th percentile latency, ms."),
         _f("std_ms", pa.float64(), "Standard deviation of latency, ms."),
         _f("n_reps", pa.int32(), "Timed repetitions actually taken."),
-        _f("samples_ms", pa.list_(pa.float32()), "Raw per-rep latencies in timing order, ms."),
+        _f("samples_ms", pa.list_(pa.float32()), "Raw per-rep latencies in timing order (pass by pass), ms."),
+        _f("same_binary_as", pa.string(), "config_id of the config of the same run whose identical binary and launch were timed instead of this one; its timing is copied here. Null when this config was timed itself."),
         _f("compile_time_s", pa.float64(), "Wall time of triton.compile for this config, seconds."),
         _f("ttir_id", pa.string(), "ir_id of the TTIR graph (null when compile failed)."),
         _f("ttgir_id", pa.string(), "ir_id of the TTGIR graph (null when compile failed)."),
+        _f("binary_hash", pa.string(), "Triton's hash of the compiled binary (metadata hash) the compile worker built."),
+        _f("launch_verified", pa.bool_(), "True when the benchmark worker launched exactly binary_hash, False when it launched something else (timing then untrustworthy); null on the interpreter."),
         _f("n_regs", pa.int32(), "Registers per thread from the cubin."),
         _f("spill_bytes", pa.int32(), "Bytes moved by local-memory (spill) stores and loads (STL/LDL) in the SASS, per thread."),
         _f("shared_mem_bytes", pa.int32(), "Shared memory per block: the cubin's static allocation plus the dynamic bytes Triton requests at launch, bytes."),
         _f("sass_instructions", pa.int32(), "SASS instruction count of the cubin."),
         _f("sass_mix", pa.list_(SASS_CLASS_COUNT), "SASS instruction counts by class (memory, tensor, float, int, control, ...)."),
         _f("stats_note", pa.string(), "Why static stats are null, when they are."),
+        _f("source_ref", pa.string(), "The source's own id of this config (e.g. Helion's config_id), kept as provenance."),
     ]
 )
 
@@ -161,11 +194,10 @@ IR_GRAPHS = pa.schema(
     [
         _VERSION,
         _IR_ID,
-        _f("level", pa.string(), "Partition key: IR level, 'ttir' or 'ttgir'.", nullable=False),
+        _f("level", pa.string(), "Partition key: IR level, 'ttir', 'ttgir' or 'helion_fx' (Helion's device IR).", nullable=False),
         _f("entry_name", pa.string(), "Name of the public tt.func."),
         _f("target", pa.string(), "Compile target, e.g. 'cuda:90'."),
         _f("num_warps", pa.int32(), "Module attribute ttg.num-warps (null at ttir)."),
-        _f("num_stages", pa.int32(), "num_stages the variant was compiled with."),
         _f("num_ctas", pa.int32(), "Module attribute ttg.num-ctas (null at ttir)."),
         _f("num_nodes", pa.int32(), "Nodes (operations plus block arguments)."),
         _f("num_data_edges", pa.int32(), "Producer -> consumer edges, one per operand use."),
@@ -216,6 +248,8 @@ IR_NODES = pa.schema(
         _f("constant", pa.float64(), "Value of a scalar or splat constant."),
         _f("range_start", pa.int64(), "tt.make_range start."),
         _f("range_end", pa.int64(), "tt.make_range end."),
+        _f("divisibility", pa.int64(), "tt.divisibility of a function argument (largest power of two dividing it, pointers in bytes)."),
+        _f("contiguity", pa.int64(), "tt.contiguity of a function argument."),
         _f("cache_modifier", pa.string(), "Load/store cache modifier, e.g. '.ca'."),
         _f("eviction_policy", pa.string(), "Load/store eviction policy, e.g. 'evict_last'."),
         _f("input_precision", pa.string(), "tt.dot input precision, e.g. 'tf32'."),

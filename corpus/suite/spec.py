@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from schemas.enums import ROLES, Role
 from schemas.identity import config_dict, config_id, launch_string
 
 SCALES: tuple[str, ...] = ("tiny", "small", "default", "large")
@@ -223,6 +224,13 @@ class KernelSpec(ABC):
     mutated: ClassVar[tuple[str, ...]] = ()
     """Input arguments the kernel modifies in place (also in ``outputs``): the harvest
     snapshots them once and restores them before every launch, outside the timed region."""
+    roles: ClassVar[Mapping[str, str]] = {}
+    """Role of each meta-parameter across families (values of :class:`schemas.enums.Role`:
+    tile_m, tile_n, tile_k, reduction_block, split, programs, group, rows_per_program), so a
+    model can line up BLOCK_N of one family with BLOCK_V of another. Unlisted ones are
+    ``other``."""
+    flag_dims: ClassVar[tuple[str, ...]] = ()
+    """Names in a shape's dims that are mode switches (TRANS_B, RESIDUAL, ...), not sizes."""
 
     @property
     @abstractmethod
@@ -307,6 +315,21 @@ class KernelSpec(ABC):
         grid, args = self.bind(inputs, dims, config)
         self.prepare(inputs)
         return self.kernel[grid](**args, **config.compile_options())
+
+    def role_of(self, name: str) -> str:
+        """Role of meta-parameter ``name`` (``other`` when the family does not say)."""
+        role = self.roles.get(name, Role.OTHER.value)
+        if role not in ROLES:
+            raise ValueError(f"{self.name}: meta-parameter {name!r} has unknown role {role!r}; known: {', '.join(ROLES)}")
+        return role
+
+    def problem_sizes(self, dims: Dims) -> dict[str, int]:
+        """The dims that are sizes (everything but :attr:`flag_dims`)."""
+        return {k: int(v) for k, v in dims.items() if k not in self.flag_dims}
+
+    def problem_flags(self, dims: Dims) -> dict[str, int]:
+        """The dims that are mode switches (:attr:`flag_dims`)."""
+        return {k: int(v) for k, v in dims.items() if k in self.flag_dims}
 
     def valid_configs(self, dims: Dims, dtype: str) -> list[Config]:
         return [c for c in self.config_space() if self.invalid_reason(c, dims, dtype) is None]
