@@ -1,22 +1,25 @@
-"""The benchmark worker: checks each config against the reference, then times it.
+"""The benchmark worker: checks configs against the reference, then times them.
 
 Runs inside a :class:`corpus.workers.WorkerProcess`: one per GPU (device ``cuda:N``), or one
 with Triton's interpreter (device ``interpreter``; the parent sets ``TRITON_INTERPRET=1``
 before this module imports any kernel). Requests are :class:`RunSetup` (build inputs,
-reference and snapshots once per run) and :class:`ConfigBench` (one config).
+reference and snapshots once per run), :class:`ConfigCheck` (one launch, compared with the
+reference) and :class:`TimeReps` (a few timed reps of one config: the parent interleaves
+these over the run's configs, see :mod:`corpus.interleave`).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from corpus.binary import binary_hash
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import Config, KernelSpec
-from corpus.timing import CudaEventTimer, CudaGraphTimer, WallTimer, l2_flush_bytes
+from corpus.timing import HOST_TIMERS, CudaEventTimer, CudaGraphTimer, LatencyTimer, l2_flush_bytes
 from schemas.enums import DEVICE_INTERPRETER, Status, Timer
 
 STICKY_CUDA_ERRORS = (
@@ -36,8 +39,10 @@ class BenchInit:
     device: str
     """'interpreter' or 'cuda:N'."""
     timer: str
+    """A :class:`schemas.enums.Timer` value: thread_cpu, process_cpu or wall on the
+    interpreter, cuda_event or cuda_graph on a GPU."""
     warmup: int
-    rep: int
+    """Untimed launches of a config before its first timed rep."""
     l2_flush: bool = True
 
 
@@ -50,19 +55,38 @@ class RunSetup:
 
 
 @dataclass(frozen=True)
-class ConfigBench:
+class ConfigCheck:
+    """Launch ``config`` once and compare every output with the reference. ``binary_hash`` is
+    what the compile worker built; on a GPU the launched kernel is compared with it."""
+
     config: Config
+    binary_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class TimeReps:
+    """Time ``reps`` launches of ``config`` (checked before); the first request for a config in
+    a run also does the warmup launches."""
+
+    config: Config
+    reps: int
 
 
 @dataclass
 class BenchOutcome:
-    """Result of one config: status, error text, max error vs reference, per-rep samples (ms)."""
+    """Result of one request: status, error text, max error vs reference, per-rep samples (ms),
+    and whether the launched binary was the compiled one (None when unknown: the interpreter)."""
 
     status: str
     error: str | None = None
     max_abs_error: float | None = None
     samples_ms: list[float] = field(default_factory=list)
     sticky: bool = False
+    launch_verified: bool | None = None
+    grid: tuple[int, ...] | None = None
+    """Launch grid the check launched with, from ``bind`` on the real inputs (it can differ
+    from the planned one when an input scalar depends on the device, e.g. a persistent
+    kernel's program count); None when no launch was checked."""
 
 
 def _short(exc: BaseException, limit: int = 400) -> str:
@@ -93,8 +117,34 @@ def max_abs_error(actual: Any, expected: Any) -> float:
     return float(difference.max()) if difference.numel() else 0.0
 
 
+def _limit_math_threads() -> None:
+    """One math thread in the interpreter worker, also for libraries already loaded (the
+    environment of :func:`corpus.settings.worker_environment` only reaches later loads)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    torch.set_num_threads(1)
+
+
+def _make_timer(init: BenchInit, device: str) -> LatencyTimer:
+    if init.device == DEVICE_INTERPRETER:
+        if init.timer not in HOST_TIMERS:
+            raise ValueError(
+                f"timer {init.timer!r} cannot time the interpreter; use one of {', '.join(HOST_TIMERS)}"
+            )
+        return HOST_TIMERS[init.timer]()
+    import torch
+
+    torch.cuda.set_device(device)
+    props = torch.cuda.get_device_properties(device)
+    flush = l2_flush_bytes(getattr(props, "L2_cache_size", 0)) if init.l2_flush else 0
+    timer_class = CudaGraphTimer if init.timer == Timer.CUDA_GRAPH.value else CudaEventTimer
+    return timer_class(device, flush)
+
+
 class BenchHandler:
-    """Serves :class:`RunSetup` and :class:`ConfigBench` requests."""
+    """Serves :class:`RunSetup`, :class:`ConfigCheck` and :class:`TimeReps` requests."""
 
     def __init__(self, init: BenchInit) -> None:
         import torch
@@ -105,20 +155,19 @@ class BenchHandler:
         self.interpreter = init.device == DEVICE_INTERPRETER
         self.device = "cpu" if self.interpreter else init.device
         if self.interpreter:
-            self.timer = WallTimer()
-        else:
-            torch.cuda.set_device(self.device)
-            props = torch.cuda.get_device_properties(self.device)
-            flush = l2_flush_bytes(getattr(props, "L2_cache_size", 0)) if init.l2_flush else 0
-            timer_class = CudaGraphTimer if init.timer == Timer.CUDA_GRAPH.value else CudaEventTimer
-            self.timer = timer_class(self.device, flush)
+            _limit_math_threads()
+        self.timer = _make_timer(init, self.device)
         self.spec: KernelSpec | None = None
         self.setup: RunSetup | None = None
+        self.prepared: dict[str, Callable[[], Any]] = {}
+        """Per config_id of the current run: the warmed-up, prepared launch to time."""
 
-    def __call__(self, request: RunSetup | ConfigBench) -> Any:
+    def __call__(self, request: RunSetup | ConfigCheck | TimeReps) -> Any:
         if isinstance(request, RunSetup):
             return self._setup(request)
-        return self._bench(request.config)
+        if isinstance(request, ConfigCheck):
+            return self._check(request)
+        return self._time(request)
 
     def _setup(self, setup: RunSetup) -> dict[str, Any]:
         torch = self.torch
@@ -126,10 +175,14 @@ class BenchHandler:
         torch.manual_seed(setup.seed)
         random.seed(setup.seed)
         inputs = spec.make_inputs(setup.dims, setup.dtype, self.device, setup.seed)
-        pristine = {name: value.clone() if torch.is_tensor(value) else value for name, value in inputs.items()}
+        pristine = {
+            name: value.clone() if torch.is_tensor(value) else value
+            for name, value in inputs.items()
+        }
         self.reference = spec.reference(pristine, setup.dims)
         self.snapshots = {name: inputs[name].clone() for name in spec.mutated}
         self.inputs, self.spec, self.setup = inputs, spec, setup
+        self.prepared = {}
         return {"outputs": sorted(self.reference)}
 
     def _restore(self) -> None:
@@ -150,34 +203,65 @@ class BenchHandler:
             elif tensor.dtype != torch.bool:
                 tensor.fill_(-1)
 
-    def _bench(self, config: Config) -> BenchOutcome:
+    def _launcher(self, config: Config) -> Callable[[], Any]:
         assert self.spec is not None and self.setup is not None, "RunSetup must come first"
-        spec, setup = self.spec, self.setup
+        spec, dims, inputs = self.spec, self.setup.dims, self.inputs
+        return lambda: spec.launch(inputs, dims, config)
 
-        def launch() -> Any:
-            return spec.launch(self.inputs, setup.dims, config)
+    def _verified(self, launched: Any, expected: str | None) -> bool | None:
+        """Whether the kernel the launch ran is the binary the compile worker built."""
+        if self.interpreter or expected is None or not hasattr(launched, "asm"):
+            return None
+        from extract.triton_compat import compiled_asm, compiled_metadata
 
+        return binary_hash(compiled_asm(launched), compiled_metadata(launched)) == expected
+
+    def _check(self, request: ConfigCheck) -> BenchOutcome:
+        launch = self._launcher(request.config)
+        assert self.spec is not None and self.setup is not None
         try:
             self._restore()
             self._poison_outputs()
-            launch()
+            launched = launch()
             if not self.interpreter:
                 self.torch.cuda.synchronize()
         except Exception as exc:
             status, sticky = classify_launch_error(exc)
             return BenchOutcome(status=status, error=_short(exc), sticky=sticky)
-        error = max((max_abs_error(self.inputs[name], expected) for name, expected in self.reference.items()), default=0.0)
-        wrong = spec.mismatches(self.inputs, self.reference, setup.dtype)
+        verified = self._verified(launched, request.binary_hash)
+        grid = tuple(int(g) for g in self.spec.bind(self.inputs, self.setup.dims, request.config)[0])
+        error = max(
+            (
+                max_abs_error(self.inputs[name], expected)
+                for name, expected in self.reference.items()
+            ),
+            default=0.0,
+        )
+        wrong = self.spec.mismatches(self.inputs, self.reference, self.setup.dtype)
         if wrong:
             details = "; ".join(f"{name}: {why}" for name, why in sorted(wrong.items()))
-            return BenchOutcome(status=Status.MISMATCH.value, error=details[:400], max_abs_error=error)
+            return BenchOutcome(
+                Status.MISMATCH.value, details[:400], error, launch_verified=verified, grid=grid
+            )
+        return BenchOutcome(Status.OK.value, max_abs_error=error, launch_verified=verified, grid=grid)
+
+    def _time(self, request: TimeReps) -> BenchOutcome:
+        config = request.config
         restore = self._restore if self.snapshots else None
         try:
-            samples = self.timer.measure(launch, restore, self.init.warmup, self.init.rep)
+            timed = self.prepared.get(config.id)
+            if timed is None:
+                launch = self._launcher(config)
+                for _ in range(self.init.warmup):
+                    self._restore()
+                    launch()
+                timed = self.prepared[config.id] = self.timer.prepare(launch)
+            samples = self.timer.time_reps(timed, restore, request.reps)
         except Exception as exc:
+            self.prepared.pop(config.id, None)
             status, sticky = classify_launch_error(exc)
-            return BenchOutcome(status=status, error=_short(exc), max_abs_error=error, sticky=sticky)
-        return BenchOutcome(status=Status.OK.value, max_abs_error=error, samples_ms=samples)
+            return BenchOutcome(status=status, error=_short(exc), sticky=sticky)
+        return BenchOutcome(status=Status.OK.value, samples_ms=samples)
 
 
 def make_handler(init: BenchInit) -> BenchHandler:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from corpus.binary import binary_hash, launch_key
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import Config
 from schemas.enums import Level, Status
@@ -50,6 +51,13 @@ class CompileOutcome:
     graphs: dict[str, dict[str, pa.Table]] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     cache_hit: bool = False
+    binary_hash: str | None = None
+    """:func:`corpus.binary.binary_hash` of the compiled binary (``measurements.binary_hash``)."""
+    launch_key: str | None = None
+    """Grid and runtime arguments (:func:`corpus.binary.launch_key`): with ``binary_hash``, what
+    a GPU executes."""
+    program_key: str | None = None
+    """Grid and every argument, constexprs included: what the interpreter executes."""
 
 
 def classify_compile_error(exc: BaseException) -> str:
@@ -77,7 +85,7 @@ class CompileHandler:
 
         spec = self.specs[task.family]
         inputs = spec.make_inputs(task.dims, task.dtype, "meta", task.seed)
-        _, args = spec.bind(inputs, task.dims, task.config)
+        grid, args = spec.bind(inputs, task.dims, task.config)
         try:
             # always_compile: compile_time_s must be a real compile, not a cache load
             result = compile_call(
@@ -90,6 +98,7 @@ class CompileHandler:
             compile_time_s=result.compile_time_s,
             cache_hit=bool(result.metadata.get("cache_hit", False)),
         )
+        self._add_identity(outcome, result, spec.kernel, grid, args)
         notes = []
         try:
             self._add_graphs(outcome, result)
@@ -103,6 +112,14 @@ class CompileHandler:
         if notes:
             outcome.stats["stats_note"] = "; ".join(filter(None, [outcome.stats.get("stats_note"), *notes]))
         return outcome
+
+    @staticmethod
+    def _add_identity(outcome: CompileOutcome, result: Any, kernel: Any, grid: Any, args: Mapping[str, Any]) -> None:
+        """What this config executes: binary and launch (configs of a run that agree are timed once)."""
+        constexprs = frozenset(p.name for p in kernel.params if getattr(p, "is_constexpr", False))
+        outcome.binary_hash = binary_hash(result.asm, result.metadata)
+        outcome.launch_key = launch_key(grid, args, constexprs)
+        outcome.program_key = launch_key(grid, args, constexprs, constexprs=True)
 
     def _add_graphs(self, outcome: CompileOutcome, result: Any) -> None:
         from extract.graph import IrGraph

@@ -6,14 +6,17 @@ hash from live objects (tensors, the installed Triton, the device).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from corpus.suite.spec import Dims, KernelSpec
 from schemas.identity import kernel_id
+from schemas.paths import is_absolute
 
 
 def stride_pattern(tensor: Any) -> str:
@@ -77,6 +80,28 @@ def spec_kernel_id(spec: KernelSpec) -> str:
     return kernel_id(source, entry)
 
 
+def portable_env_value(value: str) -> str:
+    """An environment value as the fingerprint (and so ``runs.toolchain_json``) records it:
+    an absolute path becomes ``<file name>@<content hash>`` for a file (the same tool installed
+    anywhere gives the same run_id; another version of it does not) and ``<name>/`` for a
+    directory or a missing path, so the dataset never carries this machine's paths.
+    ``os.pathsep``-separated lists are mapped item by item; other values are kept."""
+    if not any(is_absolute(part) for part in value.split(os.pathsep)):
+        return value
+    return os.pathsep.join(_portable_path(part) if is_absolute(part) else part for part in value.split(os.pathsep))
+
+
+def _portable_path(path: str) -> str:
+    name = os.path.basename(path.rstrip("/")) or "/"
+    if not os.path.isfile(path):
+        return f"{name}/"
+    digest = hashlib.blake2b(digest_size=8)
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"{name}@{digest.hexdigest()}"
+
+
 def toolchain_fingerprint(codegen_env: Mapping[str, str], *, ir_target: str | None) -> dict[str, Any]:
     """Triton version and compiler-content hash, plus codegen-affecting environment knobs.
 
@@ -84,7 +109,8 @@ def toolchain_fingerprint(codegen_env: Mapping[str, str], *, ir_target: str | No
     """
     from extract.triton_compat import TRITON_VERSION, compiler_key
 
-    fingerprint: dict[str, Any] = {"triton": TRITON_VERSION, "triton_key": compiler_key(), "env": dict(codegen_env)}
+    env = {name: portable_env_value(value) for name, value in codegen_env.items()}
+    fingerprint: dict[str, Any] = {"triton": TRITON_VERSION, "triton_key": compiler_key(), "env": env}
     if ir_target is not None:
         fingerprint["ir_target"] = ir_target
     return fingerprint

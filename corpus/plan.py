@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from corpus.identity import input_signature, spec_kernel_id
@@ -22,6 +22,11 @@ class PlannedConfig:
     config: Config
     skip_reason: str | None = None
     """Set for configs the spec rules out on this shape/dtype: recorded as ``skipped`` rows."""
+    grid: tuple[int, ...] | None = None
+    """Launch grid (programs per axis) from the spec's ``bind`` on meta inputs; None when
+    ``bind`` refuses the config. It is the launched grid unless a scalar input depends on the
+    device (a persistent kernel's program count), so measurements record the grid the
+    benchmark worker reports and fall back to this one for configs never launched."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,12 @@ class PlannedRun:
     configs: tuple[PlannedConfig, ...]
     """In benchmark order (seeded shuffle); the default config is always included when valid."""
     default_config_id: str
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    """The dims that are problem sizes (:meth:`KernelSpec.problem_sizes`)."""
+    flags: Mapping[str, int] = field(default_factory=dict)
+    """The dims that are mode switches (:meth:`KernelSpec.problem_flags`)."""
+    roles: Mapping[str, str] = field(default_factory=dict)
+    """Role of every meta-parameter of the planned configs (:meth:`KernelSpec.role_of`)."""
 
     @property
     def shape_name(self) -> str:
@@ -65,8 +76,21 @@ def _run_seed(seed: int, family: str, dims: Dims, dtype: str) -> int:
     return int(content_hash("seed", str(seed), family, canonical_json(dict(dims)), dtype), 16) % (2**31)
 
 
+def launch_grid(
+    spec: KernelSpec, inputs: Mapping[str, Any], dims: Dims, config: Config
+) -> tuple[int, ...] | None:
+    """The launch grid ``bind`` gives ``config`` on ``inputs`` (meta tensors suffice), or None
+    when ``bind`` refuses it (some invalid configs cannot be bound; a valid one that cannot
+    fails its compile, which records why)."""
+    try:
+        grid, _ = spec.bind(inputs, dims, config)
+    except Exception:
+        return None
+    return tuple(int(g) for g in grid)
+
+
 def plan_configs(spec: KernelSpec, dims: Dims, dtype: str, max_configs: int | None, rng: random.Random) -> list[PlannedConfig]:
-    """The configs one run tries, in a seeded random benchmark order."""
+    """The configs one run tries, in a seeded random benchmark order (grids not yet bound)."""
     default = spec.default_config()
     valid, invalid = [], []
     for config in spec.config_space():
@@ -93,7 +117,11 @@ def plan_runs(specs: Mapping[str, KernelSpec], request: PlanRequest) -> list[Pla
                 seed = _run_seed(request.seed, name, dims, dtype)
                 inputs = spec.make_inputs(dims, dtype, "meta", seed)
                 signature = input_signature(spec, dims, dtype, inputs)
-                configs = plan_configs(spec, dims, dtype, request.max_configs, random.Random(seed))
+                planned = plan_configs(spec, dims, dtype, request.max_configs, random.Random(seed))
+                configs = [
+                    replace(p, grid=launch_grid(spec, inputs, dims, p.config)) for p in planned
+                ]
+                knobs = sorted({knob for p in configs for knob in p.config.kwargs})
                 runs.append(
                     PlannedRun(
                         family=name,
@@ -106,6 +134,9 @@ def plan_runs(specs: Mapping[str, KernelSpec], request: PlanRequest) -> list[Pla
                         signature=signature,
                         configs=tuple(configs),
                         default_config_id=spec.default_config().id,
+                        sizes=spec.problem_sizes(dims),
+                        flags=spec.problem_flags(dims),
+                        roles={knob: spec.role_of(knob) for knob in knobs},
                     )
                 )
     return runs

@@ -7,9 +7,10 @@ environment from the parent (see :func:`worker_environment`), never by reading o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 CODEGEN_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_", "PTXAS_")
@@ -43,17 +44,20 @@ class Settings:
     triton_cache_dir: str | None
     """TRITON_CACHE_DIR when set; compile workers and benchmark workers share it."""
     cuda_visible_devices: str | None
+    cache_home: str = os.path.join(os.path.expanduser("~"), ".cache")
+    """The user's cache directory: XDG_CACHE_HOME, else ~/.cache."""
 
 
-def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate the environment (``os.environ`` by default)."""
+def read_settings(environ: Mapping[str, str] | None = None, *, allow_interpret: bool = False) -> Settings:
+    """Read and validate the environment (``os.environ`` by default). ``allow_interpret``:
+    TRITON_INTERPRET may be set (``corpus.record`` runs the workload in this process)."""
     env = dict(os.environ if environ is None else environ)
     codegen = {
         name: value
         for name, value in sorted(env.items())
         if name.startswith(CODEGEN_ENV_PREFIXES) and name not in NON_CODEGEN
     }
-    if env.get("TRITON_INTERPRET", "0") not in ("", "0", "false", "False"):
+    if not allow_interpret and interpreter_selected(env):
         raise SettingsError(
             "TRITON_INTERPRET is set in the environment: unset it; the harvest selects the "
             "interpreter itself for its CPU benchmark worker (--device cpu)"
@@ -61,9 +65,73 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible and not re.fullmatch(r"[0-9A-Za-z,\-]+", visible):
         raise SettingsError(f"CUDA_VISIBLE_DEVICES={visible!r} is not a comma-separated device list")
-    return Settings(codegen_env=codegen, triton_cache_dir=env.get("TRITON_CACHE_DIR") or None, cuda_visible_devices=visible)
+    home = env.get("HOME") or os.path.expanduser("~")
+    return Settings(
+        codegen_env=codegen,
+        triton_cache_dir=env.get("TRITON_CACHE_DIR") or None,
+        cuda_visible_devices=visible,
+        cache_home=env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"),
+    )
 
 
-def worker_environment(settings: Settings, *, interpret: bool, cache_dir: str) -> dict[str, str]:
-    """Variables a worker process must see before it imports Triton or any kernel module."""
-    return {"TRITON_INTERPRET": "1" if interpret else "0", "TRITON_CACHE_DIR": cache_dir}
+def interpreter_selected(environ: Mapping[str, str] | None = None) -> bool:
+    """True when TRITON_INTERPRET selects Triton's CPU interpreter."""
+    env = os.environ if environ is None else environ
+    return env.get("TRITON_INTERPRET", "0") not in ("", "0", "false", "False")
+
+
+def select_interpreter() -> None:
+    """Select Triton's interpreter for this process (``corpus.record`` on a machine without a
+    GPU). Must run before the workload imports its kernels: ``@triton.jit`` decides between the
+    compiler and the interpreter when it decorates."""
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+@contextlib.contextmanager
+def compiler_selected() -> Iterator[None]:
+    """TRITON_INTERPRET=0 while the block runs (then restored): a ``spawn`` worker started here
+    re-imports the parent's main module before its own environment applies, and must import
+    Triton with the compiler, not the interpreter, selected."""
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+
+
+def triton_cache_dir(settings: Settings, toolchain: Mapping[str, object]) -> str:
+    """Where a harvest keeps Triton's cache when TRITON_CACHE_DIR is not set: a stable
+    directory per Triton build, ``<cache home>/kernel-corpus/triton/<key>``, so reruns reuse
+    compiled kernels and nothing is left in $TMPDIR. Created by Triton on first use."""
+    from schemas.identity import content_hash
+
+    key = content_hash(str(toolchain.get("triton", "")), str(toolchain.get("triton_key", "")))
+    return os.path.join(settings.cache_home, "kernel-corpus", "triton", key)
+
+
+SINGLE_THREAD_MATH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""The interpreter's NumPy (tl.dot is np.matmul) and torch math stay on the launching thread,
+so the benchmark worker's thread CPU time is all of a launch's work. Measured on the tiny
+suite: thread and process CPU time of interpreted dot kernels agree (BLAS does not split such
+small products), so pinning loses no speed; it keeps that true for larger shapes and stops
+helper threads competing with a loaded machine. The bench worker also applies the limit at
+run time (threadpoolctl), for libraries loaded before this environment took effect."""
+
+
+def worker_environment(
+    settings: Settings, *, interpret: bool, cache_dir: str, scratch_dir: str | None = None
+) -> dict[str, str]:
+    """Variables a worker process must see before it imports Triton or any kernel module.
+
+    ``scratch_dir``: the worker's TMPDIR, a directory the parent owns and removes, so the
+    scratch files of a killed worker (MLIR parse files, ptxas output) do not pile up."""
+    environment = {"TRITON_INTERPRET": "1" if interpret else "0", "TRITON_CACHE_DIR": cache_dir}
+    if scratch_dir is not None:
+        environment["TMPDIR"] = scratch_dir
+    if interpret:
+        environment.update(SINGLE_THREAD_MATH)
+    return environment

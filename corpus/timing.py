@@ -1,8 +1,10 @@
-"""Latency measurement: wall clock (interpreter), CUDA events with L2 flush, CUDA graphs.
+"""Latency clocks: CPU time of the benchmark worker (interpreter), CUDA events with an L2 flush,
+CUDA graphs, and the wall clock.
 
-Every timer takes a ``launch`` callable (one kernel launch) and an optional ``restore``
-callable (puts mutated inputs back); ``restore`` and the L2 flush always run outside the
-timed region. Results are per-rep samples in milliseconds, in timing order.
+A timer times ``reps`` launches of one config at a time (:meth:`time_reps`); the interleaved
+pass schedule that decides which config is timed when lives in :mod:`corpus.interleave`.
+``launch`` is one kernel launch, ``restore`` puts mutated inputs back; ``restore`` and the L2
+flush always run outside the timed region. Samples are per-rep milliseconds in timing order.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from schemas.enums import Timer
 
@@ -68,24 +70,86 @@ def _noop() -> None:
     return None
 
 
-class WallTimer:
-    """``time.perf_counter`` around each synchronous launch (the interpreter is synchronous)."""
+class LatencyTimer(Protocol):
+    """What the benchmark worker needs of a clock."""
+
+    kind: str
+    """Value of ``runs.timer``."""
+    l2_flush_bytes: int
+
+    def prepare(self, launch: Launch) -> Launch:
+        """The launch to time (e.g. a CUDA graph replay); called once per config, after warmup."""
+        ...
+
+    def time_reps(self, launch: Launch, restore: Launch | None, reps: int) -> list[float]:
+        """``reps`` timed launches of one config, ms each, in timing order."""
+        ...
+
+
+def measure(
+    timer: LatencyTimer, launch: Launch, restore: Launch | None, warmup: int, rep: int
+) -> list[float]:
+    """Warm up, prepare and time one config in one go (the sequential, version-1 schedule)."""
+    restore = restore or _noop
+    for _ in range(warmup):
+        restore()
+        launch()
+    return timer.time_reps(timer.prepare(launch), restore, rep)
+
+
+class _HostClockTimer:
+    """A host clock read around each synchronous launch (the interpreter is synchronous)."""
+
+    kind = ""
+    l2_flush_bytes = 0
+    clock: Callable[[], float] = staticmethod(time.perf_counter)
+
+    def prepare(self, launch: Launch) -> Launch:
+        return launch
+
+    def time_reps(self, launch: Launch, restore: Launch | None, reps: int) -> list[float]:
+        restore = restore or _noop
+        clock = self.clock
+        samples = []
+        for _ in range(reps):
+            restore()
+            start = clock()
+            launch()
+            samples.append((clock() - start) * 1e3)
+        return samples
+
+
+class WallTimer(_HostClockTimer):
+    """``time.perf_counter``: counts time the process waits for a core, so it follows the
+    machine's load (version-1 interpreter labels)."""
 
     kind = Timer.WALL.value
-    l2_flush_bytes = 0
 
-    def measure(self, launch: Launch, restore: Launch | None, warmup: int, rep: int) -> list[float]:
-        restore = restore or _noop
-        for _ in range(warmup):
-            restore()
-            launch()
-        samples = []
-        for _ in range(rep):
-            restore()
-            start = time.perf_counter()
-            launch()
-            samples.append((time.perf_counter() - start) * 1e3)
-        return samples
+
+class ThreadCpuTimer(_HostClockTimer):
+    """``time.thread_time``: CPU time of the launching thread only. The interpreter computes
+    in that thread (NumPy's BLAS is pinned to one thread in the interpreter worker, see
+    :func:`corpus.settings.worker_environment`), so other processes competing for the cores
+    do not lengthen the samples."""
+
+    kind = Timer.THREAD_CPU.value
+    clock = staticmethod(time.thread_time)
+
+
+class ProcessCpuTimer(_HostClockTimer):
+    """``time.process_time``: CPU time of every thread of the worker process (use it when the
+    interpreted kernel's library calls run on helper threads)."""
+
+    kind = Timer.PROCESS_CPU.value
+    clock = staticmethod(time.process_time)
+
+
+HOST_TIMERS: dict[str, type[_HostClockTimer]] = {
+    Timer.THREAD_CPU.value: ThreadCpuTimer,
+    Timer.PROCESS_CPU.value: ProcessCpuTimer,
+    Timer.WALL.value: WallTimer,
+}
+"""Timers of the interpreter, by ``runs.timer`` value."""
 
 
 class CudaEventTimer:
@@ -100,30 +164,29 @@ class CudaEventTimer:
         self.torch = torch
         self.device = device
         self.l2_flush_bytes = flush_bytes
-        self.flush_buffer = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device=device) if flush_bytes else None
+        words = max(flush_bytes // 4, 1)
+        self.flush_buffer = (
+            torch.empty(words, dtype=torch.int32, device=device) if flush_bytes else None
+        )
 
     def _flush(self) -> None:
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()
 
-    def _prepare_launch(self, launch: Launch) -> Launch:
+    def prepare(self, launch: Launch) -> Launch:
         return launch
 
-    def measure(self, launch: Launch, restore: Launch | None, warmup: int, rep: int) -> list[float]:
+    def time_reps(self, launch: Launch, restore: Launch | None, reps: int) -> list[float]:
         torch = self.torch
         restore = restore or _noop
-        for _ in range(warmup):
-            restore()
-            launch()
-        timed = self._prepare_launch(launch)
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         torch.cuda.synchronize(self.device)
         for start, end in zip(starts, ends):
             restore()
             self._flush()
             start.record()
-            timed()
+            launch()
             end.record()
         torch.cuda.synchronize(self.device)
         return [start.elapsed_time(end) for start, end in zip(starts, ends)]
@@ -135,7 +198,7 @@ class CudaGraphTimer(CudaEventTimer):
 
     kind = Timer.CUDA_GRAPH.value
 
-    def _prepare_launch(self, launch: Launch) -> Launch:
+    def prepare(self, launch: Launch) -> Launch:
         torch = self.torch
         stream = torch.cuda.Stream(device=self.device)
         stream.wait_stream(torch.cuda.current_stream(self.device))

@@ -1,13 +1,21 @@
 """``python -m extract FILE.ttgir [--format json|summary]`` and
-``python -m extract compile FILE.py:KERNEL --signature ... --target sm_90 --out DIR``."""
+``python -m extract compile FILE.py:KERNEL --signature ... --target sm_90 --out DIR``
+(``KERNEL`` may also be ``package.module:KERNEL``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
-from extract.commands import CompileConfig, DescribeConfig, compile_to_dir, describe
+from extract.commands import (
+    CompileConfig,
+    DescribeConfig,
+    KernelCompileError,
+    compile_to_dir,
+    describe,
+)
 from extract.graph import IrParseError
 
 
@@ -18,9 +26,12 @@ def _describe_parser() -> argparse.ArgumentParser:
         "'python -m extract compile -h' to compile a kernel without a GPU.",
     )
     parser.add_argument("file", type=Path, help="a .ttir or .ttgir file")
-    parser.add_argument("--format", choices=("json", "summary"), default="json", help="output (default: json)")
-    parser.add_argument("--target", help="compile target to record when the IR has none, e.g. cuda:90")
-    parser.add_argument("--num-stages", type=int, help="num_stages to record (not in the IR)")
+    parser.add_argument(
+        "--format", choices=("json", "summary"), default="json", help="output (default: json)"
+    )
+    parser.add_argument(
+        "--target", help="compile target to record when the IR has none, e.g. cuda:90"
+    )
     return parser
 
 
@@ -30,32 +41,56 @@ def _compile_parser() -> argparse.ArgumentParser:
         description="Compile a @triton.jit kernel for an explicit target (no GPU needed); write its "
         "IR files, graph JSON and static SASS stats.",
     )
-    parser.add_argument("kernel", help="path/to/file.py:KERNEL")
+    parser.add_argument(
+        "kernel",
+        help="path/to/file.py:KERNEL or package.module:KERNEL (a @triton.jit function, possibly "
+        "wrapped by @triton.autotune / @triton.heuristics)",
+    )
     parser.add_argument(
         "--signature",
         required=True,
         help="comma-separated types of the non-constexpr parameters, positional or NAME:TYPE, "
-        "e.g. '*fp16,*fp16,*fp16,i32:16' (':16' divisible by 16, ':1' equal to 1)",
+        "e.g. '*fp16,*fp16,*fp16,i32:16' (':16' divisible by 16, ':1' equal to 1). Types: "
+        "i1 i8 i16 i32 i64 u1 u8 u16 u32 u64 fp8e4nv fp8e5 fp8e4b15 fp8e4b8 fp8e5b16 fp16 bf16 "
+        "fp32 fp64, '*TYPE' for pointers",
     )
-    parser.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE", help="repeatable")
-    parser.add_argument("--target", default="sm_90", help="sm_80, sm_90, cuda:90, ... (default sm_90)")
+    parser.add_argument(
+        "--constexpr",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="repeatable; parameters with defaults or @triton.heuristics need none; dtypes as tl.float32",
+    )
+    parser.add_argument(
+        "--all-configs",
+        action="store_true",
+        help="compile every config of the kernel's @triton.autotune, each into OUT/config_NN",
+    )
+    parser.add_argument(
+        "--target", default="sm_90", help="sm_80, sm_90, cuda:90, ... (default sm_90)"
+    )
     parser.add_argument("--num-warps", type=int, default=4)
     parser.add_argument("--num-stages", type=int, default=3)
     parser.add_argument("--num-ctas", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument(
+        "--traceback", action="store_true", help="print the full traceback of a failure"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
-    except (IrParseError, OSError, ValueError) as exc:
+    except (IrParseError, OSError, ValueError, ImportError, KernelCompileError) as exc:
+        if "--traceback" in argv:
+            traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
 
-def _main(argv: list[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _main(argv: list[str]) -> int:
     if argv and argv[0] == "compile":
         args = _compile_parser().parse_args(argv[1:])
         pairs = []
@@ -73,11 +108,18 @@ def _main(argv: list[str] | None) -> int:
             num_stages=args.num_stages,
             num_ctas=args.num_ctas,
             out_dir=args.out,
+            all_configs=args.all_configs,
         )
         compile_to_dir(config)
         return 0
     args = _describe_parser().parse_args(argv)
-    describe(DescribeConfig(path=args.file, output_format=args.format, target=args.target, num_stages=args.num_stages))
+    describe(
+        DescribeConfig(
+            path=args.file,
+            output_format=args.format,
+            target=args.target,
+        )
+    )
     return 0
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from extract.locations import publishable_ir_text
 from schemas.tables import IR_EDGES, IR_GRAPHS, IR_NODES, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ def _constant_columns(graph: IrGraph, rows: int) -> dict[str, list[Any]]:
 
 
 def _graphs_table(graph: IrGraph) -> pa.Table:
-    row = {**graph.facts(), "schema_version": SCHEMA_VERSION, "ir_text": graph.ir_text}
+    # rows never carry this machine's paths: locations become package-relative
+    row = {**graph.facts(), "schema_version": SCHEMA_VERSION, "ir_text": publishable_ir_text(graph.ir_text)}
     return pa.table({name: [row.get(name)] for name in IR_GRAPHS.names}, schema=IR_GRAPHS)
 
 

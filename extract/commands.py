@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from collections import Counter
@@ -10,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from extract.compile import CompileResult, compile_call
+from extract.compile import CompileResult, compile_call, target_string
 from extract.graph import IrGraph
+from extract.kernel_args import compile_args
+from extract.kernel_loading import load_kernel
 from extract.sass import static_stats
 
 # ------------------------------------------------------------------ python -m extract FILE
@@ -24,13 +25,27 @@ class DescribeConfig:
     path: Path
     output_format: str = "json"  # 'json' (node-link) or 'summary'
     target: str | None = None
-    num_stages: int | None = None
+
+
+def check_ir_file(path: Path) -> None:
+    """Refuse, naming the file, what cannot be IR text: an empty file or one that is not UTF-8
+    (a cubin or an archive passed by mistake) — before the parser sees it."""
+    data = Path(path).read_bytes()
+    if not data.strip():
+        raise ValueError(f"{path}: the file is empty (expected TTIR or TTGIR text)")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path}: not a text file (byte {exc.start} is not UTF-8); expected TTIR or TTGIR text"
+        ) from None
 
 
 def describe(config: DescribeConfig, out: TextIO | None = None) -> IrGraph:
     """Build the graph of ``config.path`` and print it as node-link JSON or a summary."""
     out = out or sys.stdout
-    graph = IrGraph.from_file(config.path, target=config.target, num_stages=config.num_stages)
+    check_ir_file(config.path)
+    graph = IrGraph.from_file(config.path, target=config.target)
     if config.output_format == "summary":
         out.write(summary_table(graph))
     else:
@@ -43,7 +58,10 @@ def summary_table(graph: IrGraph, top_ops: int = 12) -> str:
     """A readable table of a graph's facts and its most frequent operations."""
     facts = graph.facts()
     counts = graph.counts()
-    rows = [(key, facts[key]) for key in ("ir_id", "level", "entry_name", "target", "num_warps", "num_stages", "num_ctas")]
+    rows = [
+        (key, facts[key])
+        for key in ("ir_id", "level", "entry_name", "target", "num_warps", "num_ctas")
+    ]
     rows += [(key, value) for key, value in counts.items()]
     width = max(len(key) for key, _ in rows)
     lines = [f"{key.ljust(width)}  {value}" for key, value in rows]
@@ -53,7 +71,9 @@ def summary_table(graph: IrGraph, top_ops: int = 12) -> str:
     for name, count in ops.most_common(top_ops):
         lines.append(f"{str(name).ljust(32)}  {count}")
     if len(ops) > top_ops:
-        lines.append(f"{'(other ops)'.ljust(32)}  {sum(ops.values()) - sum(c for _, c in ops.most_common(top_ops))}")
+        lines.append(
+            f"{'(other ops)'.ljust(32)}  {sum(ops.values()) - sum(c for _, c in ops.most_common(top_ops))}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -62,9 +82,14 @@ def summary_table(graph: IrGraph, top_ops: int = 12) -> str:
 
 @dataclass(frozen=True)
 class CompileConfig:
-    """``python -m extract compile FILE.py:KERNEL ...``: compile without a GPU, write outputs."""
+    """``python -m extract compile KERNEL ...``: compile without a GPU, write outputs.
 
-    kernel: str  # 'path/to/file.py:KERNEL'
+    ``kernel`` is ``path/to/file.py:NAME`` or ``package.module:NAME``. With ``all_configs``
+    every config of the kernel's ``@triton.autotune`` is compiled into its own subdirectory
+    ``config_NN`` (its kwargs and num_warps/num_stages override the command line's).
+    """
+
+    kernel: str
     signature: tuple[str, ...]
     constexprs: tuple[tuple[str, str], ...]
     target: str
@@ -72,130 +97,91 @@ class CompileConfig:
     num_stages: int
     num_ctas: int
     out_dir: Path
+    all_configs: bool = False
 
 
-def load_kernel(spec: str) -> Any:
-    """Import ``path/to/file.py:NAME`` and return the ``@triton.jit`` function ``NAME``."""
-    path_text, _, name = spec.rpartition(":")
-    if not path_text or not name:
-        raise ValueError(f"expected FILE.py:KERNEL, got {spec!r}")
-    path = Path(path_text).resolve()
-    if not path.is_file():
-        raise FileNotFoundError(f"no such kernel file: {path}")
-    module_name = f"_extract_kernel_{path.stem}"
-    module_spec = importlib.util.spec_from_file_location(module_name, path)
-    if module_spec is None or module_spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[module_name] = module
-    sys.path.insert(0, str(path.parent))
-    try:
-        module_spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent))
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"{path} defines no {name!r}") from None
+class KernelCompileError(Exception):
+    """Triton could not compile the kernel; the message holds the lines that matter (Triton's
+    message and the offending source line), ``__cause__`` the full original exception."""
 
 
-_TORCH_DTYPES = {
-    "fp16": "float16",
-    "bf16": "bfloat16",
-    "fp32": "float32",
-    "fp64": "float64",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "i1": "bool",
-    "u1": "bool",
-    "fp8e4nv": "float8_e4m3fn",
-    "fp8e5": "float8_e5m2",
-}
-
-
-def signature_args(fn: Any, signature: tuple[str, ...], constexprs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """Turn ``--signature`` entries and ``--constexpr`` pairs into ``compile_call`` args.
-
-    An entry is ``TYPE`` (positional over the non-constexpr parameters) or ``NAME:TYPE``.
-    ``*DTYPE`` is a pointer (a meta tensor; 16-byte aligned like any torch allocation);
-    integer types take a specialization hint as in Triton's AOT tool: ``i32:16`` (divisible
-    by 16), ``i32:1`` (equal to 1), ``i32`` (neither); float scalars are ``fp32``/``fp64``.
-    """
-    import torch
-
-    values = dict(constexprs)
-    constexpr_names = [p.name for p in fn.params if p.is_constexpr]
-    runtime_names = [name for name in fn.arg_names if name not in constexpr_names]
-    args: dict[str, Any] = {name: _constexpr_value(values[name]) for name in constexpr_names if name in values}
-    for position, entry in enumerate(item.strip() for item in signature if item.strip()):
-        name, type_text = _signature_entry(entry, position, runtime_names)
-        args[name] = _example_value(type_text, torch)
-    missing = [name for name in fn.arg_names if name not in args]
-    if missing:
-        raise ValueError(f"no --signature/--constexpr value for: {', '.join(missing)}")
-    return args
-
-
-def _signature_entry(entry: str, position: int, runtime_names: list[str]) -> tuple[str, str]:
-    head, sep, rest = entry.partition(":")
-    if sep and head in runtime_names:
-        return head, rest
-    if position >= len(runtime_names):
-        raise ValueError(f"--signature has more entries than the kernel has parameters: {entry!r}")
-    return runtime_names[position], entry
-
-
-def _example_value(type_text: str, torch: Any) -> Any:
-    base, _, hint = type_text.partition(":")
-    if base.startswith("*"):
-        dtype = getattr(torch, _TORCH_DTYPES.get(base[1:], base[1:]))
-        return torch.empty(16, dtype=dtype, device="meta")
-    if base in ("fp16", "bf16", "fp32", "fp64"):
-        return 1.5
-    if base in ("i1", "u1"):
-        return False
-    if hint == "1":
-        return 1
-    if hint == "16":
-        return 16
-    return 3
-
-
-def _constexpr_value(text: str) -> Any:
-    if text in ("True", "true"):
-        return True
-    if text in ("False", "false"):
-        return False
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
-
-
-def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> CompileResult:
+def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> list[CompileResult]:
     """Compile, then write IR files, graph JSON (TTIR, TTGIR) and static stats to the
-    output directory; print one line per file written."""
+    output directory (one subdirectory per autotune config with ``all_configs``); print one
+    line per file written. Bad arguments raise ``ValueError`` before anything compiles."""
     out = out or sys.stdout
-    fn = load_kernel(config.kernel)
-    args = signature_args(fn, config.signature, config.constexprs)
-    result = compile_call(
-        fn,
-        args,
-        target=config.target,
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-        num_ctas=config.num_ctas,
-    )
-    config.out_dir.mkdir(parents=True, exist_ok=True)
+    kernel = load_kernel(config.kernel)
+    constexprs = dict(config.constexprs)
+    if config.all_configs:
+        if not kernel.configs:
+            raise ValueError(f"--all-configs: {kernel.name} has no @triton.autotune configs")
+        jobs = [
+            (
+                config.out_dir / f"config_{index:02d}",
+                compile_args(kernel, config.signature, constexprs, autotune),
+            )
+            for index, autotune in enumerate(kernel.configs)
+        ]
+    else:
+        jobs = [(config.out_dir, compile_args(kernel, config.signature, constexprs))]
+    results = []
+    for out_dir, prepared in jobs:
+        options = {
+            "num_warps": config.num_warps,
+            "num_stages": config.num_stages,
+            "num_ctas": config.num_ctas,
+        }
+        options.update(prepared.options)
+        try:
+            result = compile_call(
+                kernel.fn, prepared.args, target=config.target, types=prepared.types, **options
+            )
+        except Exception as exc:
+            raise KernelCompileError(
+                describe_compile_error(exc, kernel.fn, target_string(config.target))
+            ) from exc
+        _write_outputs(result, kernel.fn, out_dir, out)
+        results.append(result)
+    return results
+
+
+def describe_compile_error(exc: BaseException, fn: Any, target: str) -> str:
+    """The few lines of a compile failure that matter: where (file:line and the source line,
+    when Triton's frontend reported it) and Triton's own message."""
+    lines = [f"compiling {fn.__name__} for {target} failed"]
+    node = getattr(exc, "node", None)
+    src = getattr(exc, "src", None)
+    if isinstance(src, str) and hasattr(node, "lineno"):
+        source_line = (
+            src.split("\n")[node.lineno - 1].strip()
+            if 0 < node.lineno <= src.count("\n") + 1
+            else ""
+        )
+        if src == getattr(fn, "src", None):
+            where = f"{fn.fn.__code__.co_filename}:{fn.def_file_line_number + node.lineno - 1}"
+        else:  # raised inside a called @triton.jit function
+            where = f"line {node.lineno} of a function called by {fn.__name__}"
+        lines.append(f"  {where}: {source_line}")
+        message = exc.error_message or ""
+        innermost = exc
+        while isinstance(innermost.__cause__, BaseException):
+            innermost = innermost.__cause__
+        if innermost is not exc:
+            message = f"{type(innermost).__name__}: {innermost}".splitlines()[-1]
+        lines.append(f"  {message.strip() or type(exc).__name__}")
+    else:
+        text = [line for line in str(exc).splitlines() if line.strip()]
+        lines.append(f"  {type(exc).__name__}: {' '.join(text[-3:]) if text else ''}")
+    lines.append("  (--traceback prints the full traceback)")
+    return "\n".join(lines)
+
+
+def _write_outputs(result: CompileResult, fn: Any, out_dir: Path, out: TextIO) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
     name = str(result.metadata.get("name", fn.__name__))
     written: list[Path] = []
     for stage, content in result.asm.items():
-        path = config.out_dir / f"{name}.{stage}"
+        path = out_dir / f"{name}.{stage}"
         if isinstance(content, bytes):
             path.write_bytes(content)
         else:
@@ -204,10 +190,15 @@ def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> CompileR
     for level in ("ttir", "ttgir"):
         if level in result.asm:
             graph = IrGraph.from_compiled(result, level)
-            path = config.out_dir / f"{name}.{level}.graph.json"
+            path = out_dir / f"{name}.{level}.graph.json"
             path.write_text(json.dumps(graph.to_node_link(), separators=(",", ":")))
             written.append(path)
-    stats = static_stats(result.asm["cubin"], kernel_name=name, dynamic_shared_bytes=result.metadata.get("shared")) if isinstance(result.asm.get("cubin"), bytes) else None
+    cubin = result.asm.get("cubin")
+    stats = (
+        static_stats(cubin, kernel_name=name, dynamic_shared_bytes=result.metadata.get("shared"))
+        if isinstance(cubin, bytes)
+        else None
+    )
     report = {
         "kernel": name,
         "target": result.target,
@@ -218,9 +209,8 @@ def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> CompileR
         "shared": result.metadata.get("shared"),
         "static_stats": stats.to_row() if stats else {"stats_note": "no cubin produced"},
     }
-    path = config.out_dir / f"{name}.stats.json"
+    path = out_dir / f"{name}.stats.json"
     path.write_text(json.dumps(report, indent=2, sort_keys=True))
     written.append(path)
     for item in written:
         out.write(f"wrote {item}\n")
-    return result

@@ -8,6 +8,7 @@ the same arguments on a real GPU of that target looks up.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -64,7 +65,9 @@ def parse_target(text: str) -> GPUTarget:
         match = form.match(cleaned)
         if match:
             return GPUTarget("hip", match.group(1), HIP_WAVE_SIZE)
-    raise ValueError(f"unrecognised GPU target {text!r}; expected e.g. 'sm_90', 'sm_80', 'cuda:90' or '90'")
+    raise ValueError(
+        f"unrecognised GPU target {text!r}; expected e.g. 'sm_90', 'sm_80', 'cuda:90' or '90'"
+    )
 
 
 def target_string(target: str | GPUTarget) -> str:
@@ -83,22 +86,39 @@ def compile_call(
     num_ctas: int = 1,
     maxnreg: int | None = None,
     always_compile: bool = False,
+    types: Mapping[str, str] | None = None,
 ) -> CompileResult:
     """Compile ``fn`` for ``args`` and ``target`` without a GPU.
 
     ``args`` names every parameter of ``fn``: tensors (any device, ``device="meta"`` included;
     only dtype and data-pointer alignment matter), Python scalars, and the values of the
     constexpr parameters. ``always_compile`` bypasses Triton's on-disk cache lookup (for
-    timing compiles). Compile failures raise Triton's original exception.
+    timing compiles). ``types`` overrides the Triton type the JIT infers for runtime
+    parameters (name -> 'i64', '*u32', 'fp16', ...): a Python int or float cannot say that it
+    is an ``i64`` or an ``fp16``, and a pointer's element type need not be a torch dtype.
+    Parameters the JIT specialized to constants (integers equal to 1) keep that
+    specialization. Compile failures raise Triton's original exception.
     """
     resolved = parse_target(target) if isinstance(target, str) else target
     missing = [name for name in fn.arg_names if name not in args]
     if missing:
-        raise TypeError(f"compile_call({fn.__name__}): no value for parameter(s) {', '.join(missing)}")
-    options: dict[str, Any] = {"num_warps": num_warps, "num_stages": num_stages, "num_ctas": num_ctas}
+        raise TypeError(
+            f"compile_call({fn.__name__}): no value for parameter(s) {', '.join(missing)}"
+        )
+    options: dict[str, Any] = {
+        "num_warps": num_warps,
+        "num_stages": num_stages,
+        "num_ctas": num_ctas,
+    }
     if maxnreg is not None:
         options["maxnreg"] = maxnreg
     spec = triton_compat.specialize(fn, args, resolved, options)
+    if types:
+        signature = dict(spec.signature)
+        for name, type_text in types.items():
+            if signature.get(name) not in (None, "constexpr"):
+                signature[name] = type_text
+        spec = dataclasses.replace(spec, signature=signature)
     variant = triton_compat.compile_ast(fn, spec, resolved, always_compile=always_compile)
     metadata = dict(variant.metadata)
     metadata["cache_hit"] = variant.cache_hit

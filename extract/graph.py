@@ -29,6 +29,7 @@ from typing import Any
 
 from extract import irtext, triton_compat
 from schemas.identity import canonical_json, ir_id
+from schemas.tables import IR_NODE_INTEGER_ATTRIBUTES
 
 LOG = logging.getLogger(__name__)
 
@@ -37,11 +38,20 @@ EDGE_REGION = "region"
 NODE_OP = "op"
 NODE_BLOCK_ARG = "block_arg"
 
-_BRANCH_TERMINATORS = frozenset({"cf.br", "cf.cond_br", "cf.switch", "llvm.br", "llvm.cond_br", "llvm.switch"})
+_BRANCH_TERMINATORS = frozenset(
+    {"cf.br", "cf.cond_br", "cf.switch", "llvm.br", "llvm.cond_br", "llvm.switch"}
+)
 _LOOPS = frozenset({"scf.for", "scf.while"})
 _REDUCTIONS = frozenset({"tt.reduce", "tt.scan"})
 _DOTS = frozenset(
-    {"tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled", "ttg.dot"}
+    {
+        "tt.dot",
+        "tt.dot_scaled",
+        "ttng.warp_group_dot",
+        "ttng.tc_gen5_mma",
+        "ttng.tc_gen5_mma_scaled",
+        "ttg.dot",
+    }
 )
 _LOADS = frozenset(
     {
@@ -80,14 +90,24 @@ _CACHE_RE = re.compile(r"\b(?:cache_modifier|cacheModifier|cache)\s*=\s*([\w.]+)
 _EVICT_RE = re.compile(r"\b(?:eviction_policy|evictionPolicy|evict)\s*=\s*([\w.]+)")
 _PRECISION_RE = re.compile(r"\binputPrecision\s*=\s*(\w+)")
 _SYMBOL_RE = re.compile(r"@([\w$.\-]+)")
-_CONSUMED_ATTRS = frozenset({"axis", "start", "end", "predicate", "inputPrecision", "cachePolicy", "cache", "evict"})
+_CONSUMED_ATTRS = frozenset(
+    {"axis", "start", "end", "predicate", "inputPrecision", "cachePolicy", "cache", "evict"}
+)
 
 
 class IrParseError(ValueError):
     """IR text that Triton's parser or verifier rejects. The message names the file and line."""
 
-    def __init__(self, source: str, line: int | None, detail: str, column: int | None = None) -> None:
-        where = source if line is None else f"{source}:{line}" if column is None else f"{source}:{line}:{column}"
+    def __init__(
+        self, source: str, line: int | None, detail: str, column: int | None = None
+    ) -> None:
+        where = (
+            source
+            if line is None
+            else f"{source}:{line}"
+            if column is None
+            else f"{source}:{line}:{column}"
+        )
         super().__init__(f"{where}: invalid IR: {detail.strip()}")
         self.source = source
         self.line = line
@@ -128,6 +148,10 @@ class Node:
     constant: float | None = None
     range_start: int | None = None
     range_end: int | None = None
+    divisibility: int | None = None
+    contiguity: int | None = None
+    loop_num_stages: int | None = None
+    num_pending: int | None = None
     cache_modifier: str | None = None
     eviction_policy: str | None = None
     input_precision: str | None = None
@@ -157,14 +181,17 @@ EDGE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Edge))
 
 @dataclass
 class IrGraph:
-    """A Triton IR module as nodes, edges and graph facts (``ir_graphs`` columns)."""
+    """A Triton IR module as nodes, edges and graph facts (``ir_graphs`` columns).
+
+    Compile options that the IR does not record (num_stages) are not facts of the graph:
+    configs that differ only in them can compile to one IR, shared under one ``ir_id``.
+    """
 
     ir_id: str
     level: str
     entry_name: str | None
     target: str | None
     num_warps: int | None
-    num_stages: int | None
     num_ctas: int | None
     nodes: list[Node]
     edges: list[Edge]
@@ -180,21 +207,20 @@ class IrGraph:
         *,
         level: str | None = None,
         target: str | None = None,
-        num_stages: int | None = None,
         source: str = "<text>",
     ) -> IrGraph:
         """Build from TTIR/TTGIR text. ``level`` defaults to 'ttgir' when the module has TTGIR
         attributes, else 'ttir'; ``target`` defaults to the module's ``ttg.target``.
         Invalid IR raises :class:`IrParseError` naming ``source`` and the line."""
-        return build_graph(text, level=level, target=target, num_stages=num_stages, source=source)
+        return build_graph(text, level=level, target=target, source=source)
 
     @classmethod
-    def from_file(cls, path: str | Path, *, target: str | None = None, num_stages: int | None = None) -> IrGraph:
+    def from_file(cls, path: str | Path, *, target: str | None = None) -> IrGraph:
         """Build from a ``.ttir`` / ``.ttgir`` file (the suffix gives the level)."""
         path = Path(path)
         suffix = path.suffix.lstrip(".").lower()
         level = suffix if suffix in ("ttir", "ttgir") else None
-        return build_graph(path.read_text(), level=level, target=target, num_stages=num_stages, source=str(path))
+        return build_graph(path.read_text(), level=level, target=target, source=str(path))
 
     @classmethod
     def from_compiled(cls, compiled: Any, level: str = "ttgir") -> IrGraph:
@@ -207,13 +233,7 @@ class IrGraph:
         if isinstance(text, bytes):
             text = text.decode()
         name = metadata.get("name", "kernel")
-        return build_graph(
-            text,
-            level=level,
-            target=target,
-            num_stages=metadata.get("num_stages"),
-            source=f"<{name}.{level}>",
-        )
+        return build_graph(text, level=level, target=target, source=f"<{name}.{level}>")
 
     # ---------------------------------------------------------------- facts
 
@@ -243,7 +263,6 @@ class IrGraph:
             "entry_name": self.entry_name,
             "target": self.target,
             "num_warps": self.num_warps,
-            "num_stages": self.num_stages,
             "num_ctas": self.num_ctas,
             **{k: v for k, v in counts.items() if k not in ("num_op_nodes", "num_block_arg_nodes")},
             "triton_version": self.triton_version,
@@ -277,7 +296,13 @@ class IrGraph:
                     "result_index": edge.result_index,
                 }
             )
-        return {"directed": True, "multigraph": True, "graph": self.facts(), "nodes": nodes, "edges": edges}
+        return {
+            "directed": True,
+            "multigraph": True,
+            "graph": self.facts(),
+            "nodes": nodes,
+            "edges": edges,
+        }
 
     def to_networkx(self) -> Any:
         """A ``networkx.MultiDiGraph`` (node ids = ``node_id``)."""
@@ -322,7 +347,6 @@ def build_graph(
     *,
     level: str | None = None,
     target: str | None = None,
-    num_stages: int | None = None,
     source: str = "<text>",
 ) -> IrGraph:
     """Parse ``text`` with Triton, walk it, read features from the text; see module doc."""
@@ -340,7 +364,10 @@ def build_graph(
         scanned = irtext.scan(parsed.reprint())
         matches = _align(order, raw, scanned.ops)
         if _misaligned(order, raw, matches):
-            LOG.warning("%s: some operations could not be matched to their text; their attributes are empty", source)
+            LOG.warning(
+                "%s: some operations could not be matched to their text; their attributes are empty",
+                source,
+            )
     module_attrs = scanned.module_attrs
     if level is None:
         level = "ttgir" if "ttg.num-warps" in module_attrs else "ttir"
@@ -352,7 +379,6 @@ def build_graph(
         entry_name=entry,
         target=target or _unquote(module_attrs.get("ttg.target")),
         num_warps=_attr_int(module_attrs.get("ttg.num-warps")),
-        num_stages=num_stages,
         num_ctas=_attr_int(module_attrs.get("ttg.num-ctas")),
         nodes=nodes,
         edges=edges,
@@ -414,7 +440,9 @@ def _preorder(raw: triton_compat.RawModule) -> _Order:
 _LOOKAHEAD = 8
 
 
-def _align(order: _Order, raw: triton_compat.RawModule, text_ops: list[irtext.TextOp]) -> dict[int, irtext.TextOp]:
+def _align(
+    order: _Order, raw: triton_compat.RawModule, text_ops: list[irtext.TextOp]
+) -> dict[int, irtext.TextOp]:
     """Match ops (pre-order) to printed op texts by name. Ops absent from the text (MLIR
     elides operand-less terminators such as an empty ``scf.yield``) stay unmatched."""
     matches: dict[int, irtext.TextOp] = {}
@@ -445,9 +473,13 @@ def _printed_by_parent(index: int, order: _Order, raw: triton_compat.RawModule) 
     return parent is not None and raw.ops[index].name.startswith(raw.ops[parent].name + ".")
 
 
-def _misaligned(order: _Order, raw: triton_compat.RawModule, matches: dict[int, irtext.TextOp]) -> bool:
+def _misaligned(
+    order: _Order, raw: triton_compat.RawModule, matches: dict[int, irtext.TextOp]
+) -> bool:
     return any(
-        index not in matches and not _elidable(raw.ops[index]) and not _printed_by_parent(index, order, raw)
+        index not in matches
+        and not _elidable(raw.ops[index])
+        and not _printed_by_parent(index, order, raw)
         for index in order.preorder
     )
 
@@ -504,7 +536,13 @@ class _GraphBuilder:
                     last = self.raw.ops[block_ops[-1]]
                     if last.name not in _BRANCH_TERMINATORS:
                         self.edges.append(
-                            Edge(self.op_node[block_ops[-1]], node_id, EDGE_REGION, region_position, region_position)
+                            Edge(
+                                self.op_node[block_ops[-1]],
+                                node_id,
+                                EDGE_REGION,
+                                region_position,
+                                region_position,
+                            )
                         )
         return node_id
 
@@ -527,12 +565,24 @@ class _GraphBuilder:
         texts: list[tuple[dict[str, str], str | None]],
     ) -> None:
         dialect = owner_name.partition(".")[0]
-        for arg_index, (value, type_text, loc) in enumerate(zip(block.args, block.arg_types, block.arg_locs)):
+        for arg_index, (value, type_text, loc) in enumerate(
+            zip(block.args, block.arg_types, block.arg_locs)
+        ):
             node_id = len(self.nodes)
-            node = Node(node_id, NODE_BLOCK_ARG, owner_name, dialect, owner, region_position, arg_index, depth)
+            node = Node(
+                node_id,
+                NODE_BLOCK_ARG,
+                owner_name,
+                dialect,
+                owner,
+                region_position,
+                arg_index,
+                depth,
+            )
             _set_type(node, type_text)
             _set_loc(node, self.resolver.resolve(loc))
             if arg_index < len(texts) and texts[arg_index][0]:
+                _set_integer_attributes(node, texts[arg_index][0])
                 node.attrs_json = canonical_json(texts[arg_index][0])
             self.nodes.append(node)
             self.value_node[value] = (node_id, None)
@@ -546,7 +596,9 @@ class _GraphBuilder:
                 if producer is None:  # defined outside the walked module: cannot be drawn
                     LOG.debug("operand %d of node %d has no producer node", position, consumer)
                     continue
-                self.edges.append(Edge(producer[0], consumer, EDGE_DATA, position, None, producer[1]))
+                self.edges.append(
+                    Edge(producer[0], consumer, EDGE_DATA, position, None, producer[1])
+                )
 
 
 def _op_node(
@@ -693,6 +745,7 @@ def _set_text_features(node: Node, name: str, text: str, resolver: irtext.Locati
         node.eviction_policy = _enum_text(_EVICT_RE.search(text), _EVICTION_POLICIES)
     if "inputPrecision" in text:
         node.input_precision = _enum_text(_PRECISION_RE.search(text), _INPUT_PRECISIONS)
+    _set_integer_attributes(node, attrs)
     remaining = {k: v for k, v in attrs.items() if k not in _CONSUMED_ATTRS}
     if name.endswith(".func") or name == "tt.call":
         symbol = _SYMBOL_RE.search(text)
@@ -702,6 +755,16 @@ def _set_text_features(node: Node, name: str, text: str, resolver: irtext.Locati
         remaining["_inline"] = inline
     if remaining:
         node.attrs_json = canonical_json(remaining)
+
+
+def _set_integer_attributes(node: Node, attrs: dict[str, str]) -> None:
+    """Typed copies of integer attributes (``attrs_json`` keeps them too): models should not
+    have to parse ``"16 : i32"`` out of JSON text."""
+    for column, candidates in IR_NODE_INTEGER_ATTRIBUTES.items():
+        for attribute in candidates:
+            if attribute.name in attrs and (not attribute.ops or node.op_name in attribute.ops):
+                setattr(node, column, _attr_int(attrs[attribute.name]))
+                break
 
 
 def _enum_text(match: re.Match[str] | None, numbers: dict[int, str | None]) -> str | None:
@@ -715,4 +778,3 @@ def _enum_text(match: re.Match[str] | None, numbers: dict[int, str | None]) -> s
     if value in ("ca", "cg", "wb", "cs", "wt", "cv"):
         return f".{value}"
     return value
-

@@ -12,6 +12,10 @@ releases (3.6 has no ``operation.get_int_attr``, ``value.get_shape`` or
   get_num_regions / get_region / get_block``, ``block.get_parent / get_num_arguments /
   get_argument / id``, ``region.id``, ``value.id / get_type``, ``str(type)``.
 
+- Hooks (``knobs.compilation.listener``, ``knobs.autotuning.listener``, launch hooks): every
+  hook we install goes through :func:`chained_hook`, so a hook installed before ours (a
+  user's, tritonparse's) keeps seeing every event and is back in place afterwards.
+
 Everything the bindings do not expose uniformly (attributes, locations) is read from the
 printed IR text by :mod:`extract.irtext`. The rest of the package sees plain Python data
 (:class:`RawOp`), never a binding object.
@@ -27,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,8 +96,9 @@ class CompiledVariant:
 
 @contextlib.contextmanager
 def _listening(always_compile: bool) -> Iterator[dict[str, Any]]:
-    """Temporarily install a compilation listener (both 3.6 and 3.9 call it) to learn
-    whether ``triton.compile`` was served from the on-disk cache."""
+    """Temporarily add a compilation listener (both 3.6 and 3.9 call it) to learn whether
+    ``triton.compile`` was served from the on-disk cache. A listener installed before (a
+    user's, tritonparse's) still sees the compile, and is back in place afterwards."""
     from triton import knobs
 
     seen: dict[str, Any] = {}
@@ -101,15 +106,12 @@ def _listening(always_compile: bool) -> Iterator[dict[str, Any]]:
     def listener(*, cache_hit: bool, **_: Any) -> None:
         seen["cache_hit"] = cache_hit
 
-    with _KNOB_LOCK:
-        previous_listener = knobs.compilation.listener
+    with _KNOB_LOCK, compilation_listener(listener):
         previous_always = knobs.compilation.always_compile
-        knobs.compilation.listener = listener
         knobs.compilation.always_compile = always_compile or previous_always
         try:
             yield seen
         finally:
-            knobs.compilation.listener = previous_listener
             knobs.compilation.always_compile = previous_always
 
 
@@ -153,6 +155,99 @@ def compiled_metadata(kernel: Any) -> dict[str, Any]:
 def is_compiled_kernel(obj: Any) -> bool:
     """True for Triton's ``CompiledKernel`` (duck-typed: ``asm`` and ``metadata``)."""
     return hasattr(obj, "asm") and hasattr(obj, "metadata") and hasattr(obj, "hash")
+
+
+# --------------------------------------------------------------------------------------
+# Hooks: ours run beside whatever is installed, and leave it installed
+# --------------------------------------------------------------------------------------
+
+
+class _ChainedHook:
+    """Calls our hook, then the one installed before it (its return value wins: a JIT hook
+    that skips a compile keeps doing so). Once ``active`` is False only the previous one is
+    called, for the case where someone installed a hook on top of ours meanwhile and keeps
+    calling us."""
+
+    def __init__(self, ours: Callable[..., Any], previous: Callable[..., Any] | None) -> None:
+        self.ours = ours
+        self.previous = previous
+        self.active = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = None
+        try:
+            if self.active:
+                result = self.ours(*args, **kwargs)
+        finally:
+            # the previous hook sees every event, even one whose handling failed in ours
+            if self.previous is not None:
+                result = self.previous(*args, **kwargs)
+        return result
+
+
+@contextlib.contextmanager
+def chained_hook(owner: Any, name: str, hook: Callable[..., Any]) -> Iterator[None]:
+    """Install ``hook`` as ``owner.<name>`` (a Triton knob such as
+    ``knobs.compilation.listener``) for the duration of the ``with`` block, chained to the
+    hook installed before, which is put back afterwards.
+
+    Triton's ``HookChain`` knobs (launch hooks in 3.9) get ``hook`` added and removed; plain
+    slots get a wrapper calling ``hook`` and then the previous hook. If another tool
+    replaced our wrapper meanwhile, its hook stays installed (ours then only forwards).
+    """
+    current = getattr(owner, name)
+    if hasattr(current, "add") and hasattr(current, "remove") and hasattr(current, "calls"):
+        entry = _ChainedHook(hook, None)  # a fresh object: HookChain.add ignores duplicates
+        current.add(entry)
+        try:
+            yield
+        finally:
+            current.remove(entry)
+        return
+    chained = _ChainedHook(hook, current)
+    setattr(owner, name, chained)
+    try:
+        yield
+    finally:
+        chained.active = False
+        if getattr(owner, name) is chained:
+            setattr(owner, name, current)
+
+
+def compilation_listener(hook: Callable[..., None]) -> contextlib.AbstractContextManager[None]:
+    """``hook(src=, metadata=, metadata_group=, times=, cache_hit=)`` is called after every
+    ``triton.compile`` in the block, beside any listener already installed."""
+    from triton import knobs
+
+    return chained_hook(knobs.compilation, "listener", hook)
+
+
+def autotuning_listener(hook: Callable[..., None]) -> contextlib.AbstractContextManager[None]:
+    """``hook(fn=, key=, best_config=, configs_timings=, duration=, cache_hit=)`` is called
+    after every autotuning in the block, beside any listener already installed. Raises
+    ``NotImplementedError`` on Triton versions without ``knobs.autotuning.listener``."""
+    from triton import knobs
+
+    autotuning = getattr(knobs, "autotuning", None)
+    if autotuning is None or not hasattr(autotuning, "listener"):
+        raise NotImplementedError(f"Triton {TRITON_VERSION} has no knobs.autotuning.listener")
+    return chained_hook(autotuning, "listener", hook)
+
+
+@contextlib.contextmanager
+def launch_hooks(
+    enter: Callable[..., None] | None = None, exit: Callable[..., None] | None = None
+) -> Iterator[None]:
+    """``enter(metadata)`` / ``exit(metadata)`` around every kernel launch in the block,
+    beside any launch hooks already installed."""
+    from triton import knobs
+
+    with contextlib.ExitStack() as stack:
+        if enter is not None:
+            stack.enter_context(chained_hook(knobs.runtime, "launch_enter_hook", enter))
+        if exit is not None:
+            stack.enter_context(chained_hook(knobs.runtime, "launch_exit_hook", exit))
+        yield
 
 
 # --------------------------------------------------------------------------------------

@@ -7,7 +7,14 @@ imported lazily). Other repositories can use this package alone to read a datase
 from __future__ import annotations
 
 from schemas.enums import DEVICE_INTERPRETER, EdgeKind, Level, NodeKind, Status, Timer
-from schemas.errors import CorruptFileError, DatasetError, SchemaVersionError
+from schemas.errors import (
+    CorruptFileError,
+    DatasetError,
+    RepeatedKeyError,
+    SchemaMismatchError,
+    SchemaVersionError,
+    WriteFailedError,
+)
 from schemas.reader import committed_runs, read_table, scan_table
 from schemas.tables import SCHEMA_VERSION, TABLES, table_spec
 from schemas.writer import DatasetWriter
@@ -22,9 +29,12 @@ __all__ = [
     "EdgeKind",
     "Level",
     "NodeKind",
+    "RepeatedKeyError",
+    "SchemaMismatchError",
     "SchemaVersionError",
     "Status",
     "Timer",
+    "WriteFailedError",
     "committed_runs",
     "read_table",
     "scan_table",

@@ -1,4 +1,4 @@
-"""``python -m schemas {check,compact,doc}``: dataset maintenance commands."""
+"""``python -m schemas {check,compact,doc,scrub,card}``: dataset maintenance commands."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.cli import run_check, run_compact, run_doc
+from schemas.cli import run_card, run_check, run_compact, run_doc, run_scrub
+from schemas.storage import STALE_TEMPORARY_AGE_S
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,10 @@ class Command:
     out: Path
     check_only: bool
     min_files: int
+    fix: bool
+    temporary_age_s: float
+    title: str | None = None
+    license: str | None = None
 
 
 def parse(argv: list[str] | None = None) -> Command:
@@ -24,12 +29,36 @@ def parse(argv: list[str] | None = None) -> Command:
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate a dataset; exit 1 on problems")
     check.add_argument("dataset", help="dataset root (local path or fsspec URL)")
-    compact = sub.add_parser("compact", help="merge small files per partition, atomically")
+    check.add_argument(
+        "--fix",
+        action="store_true",
+        help="remove stale write temporaries of killed writers (nothing else)",
+    )
+    compact = sub.add_parser(
+        "compact", help="merge small files per partition, atomically; remove stale temporaries"
+    )
     compact.add_argument("dataset")
-    compact.add_argument("--min-files", type=int, default=2, help="merge partitions with at least this many files")
+    compact.add_argument(
+        "--min-files", type=int, default=2, help="merge partitions with at least this many files"
+    )
+    for command in (check, compact):
+        command.add_argument(
+            "--tmp-age",
+            type=float,
+            default=STALE_TEMPORARY_AGE_S,
+            help=f"seconds after which a hidden .tmp-* file counts as a killed writer's leftover (default {STALE_TEMPORARY_AGE_S:g})",
+        )
     doc = sub.add_parser("doc", help="write the schema reference generated from the code")
     doc.add_argument("--out", type=Path, default=Path("docs/SCHEMA.md"))
-    doc.add_argument("--check", action="store_true", help="exit 1 if the file is stale instead of writing it")
+    doc.add_argument(
+        "--check", action="store_true", help="exit 1 if the file is stale instead of writing it"
+    )
+    scrub = sub.add_parser("scrub", help="rewrite machine paths and host names out of a dataset, atomically")
+    scrub.add_argument("dataset")
+    card = sub.add_parser("card", help="write the dataset card DIR/README.md and its JSON twin DIR/card.json")
+    card.add_argument("dataset")
+    card.add_argument("--title", default=None, help="title of the card (kept on later refreshes)")
+    card.add_argument("--license", default=None, help="licence of the dataset, e.g. an SPDX id (kept on later refreshes)")
     args = parser.parse_args(argv)
     return Command(
         name=args.command,
@@ -37,15 +66,25 @@ def parse(argv: list[str] | None = None) -> Command:
         out=getattr(args, "out", Path("docs/SCHEMA.md")),
         check_only=getattr(args, "check", False),
         min_files=getattr(args, "min_files", 2),
+        fix=getattr(args, "fix", False),
+        temporary_age_s=getattr(args, "tmp_age", STALE_TEMPORARY_AGE_S),
+        title=getattr(args, "title", None),
+        license=getattr(args, "license", None),
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     command = parse(argv)
     if command.name == "check":
-        return run_check(command.dataset)
+        return run_check(command.dataset, fix=command.fix, temporary_age_s=command.temporary_age_s)
     if command.name == "compact":
-        return run_compact(command.dataset, command.min_files)
+        return run_compact(
+            command.dataset, command.min_files, temporary_age_s=command.temporary_age_s
+        )
+    if command.name == "scrub":
+        return run_scrub(command.dataset)
+    if command.name == "card":
+        return run_card(command.dataset, title=command.title, license=command.license)
     return run_doc(command.out, command.check_only)
 
 

@@ -1,7 +1,14 @@
-"""Dataset validation: the checks behind ``python -m schemas check DIR``."""
+"""Dataset validation: the checks behind ``python -m schemas check DIR``.
+
+Every file goes through the same per-file validation as the readers
+(:func:`schemas.reader.table_files`, :mod:`schemas.validate`), so ``check`` says OK exactly when
+``read_table`` and ``scan_table`` read every table without error. Problems name the file;
+the rows of the sound files are then checked for repeated keys and broken joins.
+"""
 
 from __future__ import annotations
 
+import posixpath
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -9,9 +16,34 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.errors import DatasetError
-from schemas.reader import COMMIT_KEY, CONTENT_KEYED, only_committed, read_table, table_files
-from schemas.storage import list_parquet, read_file, resolve
+from schemas.reader import (
+    COMMIT_KEY,
+    CONTENT_KEYED,
+    TableFiles,
+    _read_files,
+    only_committed,
+    repeated_keys,
+    stable,
+    table_files,
+)
+from schemas.scrub import publication_warnings
+from schemas.storage import (
+    STALE_TEMPORARY_AGE_S,
+    Location,
+    list_temporaries,
+    read_file,
+    remove_stale_temporaries,
+    resolve,
+)
 from schemas.tables import TABLES
+
+READ_ORDER = ("runs", "measurements", "ir_edges", "ir_nodes", "ir_graphs", "kernels")
+"""Children before parents: writers add parents first (kernels and IR, then measurements, then
+the committing ``runs`` row), so a check running beside a harvest sees a parent for every child
+it read."""
+
+MAX_NAMED_FILES = 5
+"""Files named per repeated-key problem (the count is always given)."""
 
 
 @dataclass
@@ -23,78 +55,124 @@ class CheckReport:
     rows: dict[str, int] = field(default_factory=dict)
     files: dict[str, int] = field(default_factory=dict)
     facts: dict[str, object] = field(default_factory=dict)
+    fixed: list[str] = field(default_factory=list)
+    """What ``fix=True`` changed (removed leftovers), one line each."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-def check_dataset(url: str) -> CheckReport:
-    """Validate every file, version, key and join of the dataset at ``url``."""
+def check_dataset(
+    url: str, *, fix: bool = False, temporary_age_s: float = STALE_TEMPORARY_AGE_S
+) -> CheckReport:
+    """Validate every file, version, schema, key and join of the dataset at ``url``.
+
+    ``fix``: remove write temporaries older than ``temporary_age_s`` seconds (leftovers of
+    killed writers). Nothing else is ever changed: damage is reported, not repaired.
+    """
     report = CheckReport()
     loc = resolve(url)
-    readable: set[str] = set()
-    for name in TABLES:
-        try:
-            files = list_parquet(loc, name)
-        except DatasetError as exc:
-            report.problems.append(str(exc))
-            continue
-        report.files[name] = len(files)
-        for path in files:
-            try:
-                read_file(loc, path)
-            except DatasetError as exc:
-                report.problems.append(str(exc))
-                break
-        else:
-            readable.add(name)
+    if fix:
+        for temporary in remove_stale_temporaries(loc, list(TABLES), temporary_age_s):
+            report.fixed.append(f"removed {temporary.path} ({temporary.size:,} bytes)")
+    _check_temporaries(loc, report, temporary_age_s)
     tables: dict[str, pa.Table] = {}
-    for name in readable:
-        try:
-            found = table_files(loc, name)
-            if found.superseded:
-                report.warnings.append(
-                    f"{name}: {len(found.superseded)} file(s) superseded by compaction still present "
-                    "(ignored by readers; `compact` removes them)"
-                )
-            tables[name] = read_table(url, name, committed_only=False) if name not in CONTENT_KEYED else _raw(url, name)
-        except DatasetError as exc:
-            report.problems.append(str(exc))
+    found_by_table: dict[str, TableFiles] = {}
+    for name in READ_ORDER:
+        read = _read_table(loc, name, report)
+        if read is not None:
+            found_by_table[name], tables[name] = read
     for name, table in tables.items():
         report.rows[name] = table.num_rows
-    _check_keys(tables, report)
+    _check_keys(loc, tables, found_by_table, report)
     _check_joins(tables, report)
     _summarize(tables, report)
+    # machine paths and host names are warnings: a private dataset may keep them
+    report.warnings.extend(publication_warnings(loc, tables))
     return report
 
 
-def _raw(url: str, name: str) -> pa.Table:
-    """Content-keyed table without deduplication, so copies can be counted."""
-    from schemas.reader import _read_files
+def _read_table(
+    loc: Location, name: str, report: CheckReport
+) -> tuple[TableFiles, pa.Table] | None:
+    """The table's live files and all their rows (no deduplication, uncommitted rows kept);
+    invalid files are reported and left out. None when the table cannot be read at all."""
 
-    loc = resolve(url)
-    return _read_files(loc, name, table_files(loc, name), None, None)
+    def attempt() -> tuple[list[str], TableFiles, pa.Table]:
+        problems: list[str] = []
+        found = table_files(loc, name, on_problem=lambda exc: problems.append(str(exc)))
+        return problems, found, _read_files(loc, name, found, None, None)
+
+    try:
+        problems, found, table = stable(attempt)
+    except DatasetError as exc:
+        report.problems.append(str(exc))
+        return None
+    report.problems.extend(problems)
+    report.files[name] = len(found.current) + len(found.older)
+    if found.superseded:
+        report.warnings.append(
+            f"{name}: {len(found.superseded)} file(s) superseded by compaction still present "
+            "(ignored by readers; `compact` removes them)"
+        )
+    return found, table
 
 
-def _duplicates(table: pa.Table, key: list[str]) -> int:
-    if table.num_rows == 0:
-        return 0
-    distinct = table.select(key).group_by(key).aggregate([]).num_rows
-    return table.num_rows - distinct
+def _check_temporaries(loc: Location, report: CheckReport, age_s: float) -> None:
+    temporaries = list_temporaries(loc, list(TABLES))
+    stale = [t for t in temporaries if t.age_s is None or t.age_s >= age_s]
+    if stale:
+        size = sum(t.size for t in stale)
+        report.warnings.append(
+            f"{len(stale)} stale write temporar{'y' if len(stale) == 1 else 'ies'} ({size:,} bytes) left by "
+            f"killed writers, e.g. {stale[0].path} (invisible to readers; `check --fix` or `compact` removes "
+            f"those older than {age_s:g} s)"
+        )
+    young = len(temporaries) - len(stale)
+    if young:
+        report.facts["writes in progress"] = young
 
 
-def _check_keys(tables: dict[str, pa.Table], report: CheckReport) -> None:
+def _files_with_key(
+    loc: Location, found: TableFiles, key: tuple[str, ...], example: dict
+) -> list[str]:
+    """Live files holding a row with key ``example``."""
+    holders = []
+    for path in [*found.current, *found.older]:
+        rows = read_file(loc, path, list(key))
+        mask = None
+        for column, value in example.items():
+            condition = pc.equal(rows.column(column), value)
+            mask = condition if mask is None else pc.and_(mask, condition)
+        if mask is not None and pc.any(mask).as_py():
+            holders.append(posixpath.basename(path))
+    return holders
+
+
+def _check_keys(
+    loc: Location, tables: dict[str, pa.Table], found: dict[str, TableFiles], report: CheckReport
+) -> None:
     for name, table in tables.items():
-        key = list(TABLES[name].key)
-        copies = _duplicates(table, key)
-        if not copies:
+        key = TABLES[name].key
+        repeats = repeated_keys(table, key)
+        if not repeats.extra:
             continue
-        message = f"{name}: {copies} row(s) repeat a key ({', '.join(key)})"
+        message = f"{name}: {repeats.extra} row(s) repeat a key ({', '.join(key)})"
         if name in CONTENT_KEYED:
-            report.warnings.append(message + " — identical content written twice; readers dedupe, `compact` removes")
-        else:
-            report.problems.append(message)
+            report.warnings.append(
+                message + " — identical content written twice; readers dedupe, `compact` removes"
+            )
+            continue
+        example = repeats.example or {}
+        holders = _files_with_key(loc, found[name], key, example)
+        shown = ", ".join(holders[:MAX_NAMED_FILES]) + (
+            " ..." if len(holders) > MAX_NAMED_FILES else ""
+        )
+        report.problems.append(
+            f"{message}; e.g. {', '.join(f'{k}={v}' for k, v in example.items())} is in {len(holders)} file(s): "
+            f"{shown} (rows written twice; readers refuse the table)"
+        )
 
 
 def _missing(child: pa.Array, parent: pa.Array) -> int:
@@ -113,19 +191,25 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
                 "readers ignore them and resume redoes those runs)"
             )
         counts = committed.group_by(list(COMMIT_KEY)).aggregate([("config_id", "count")])
-        joined = runs.select([*COMMIT_KEY, "n_configs"]).join(counts, keys=list(COMMIT_KEY), join_type="left outer")
+        joined = runs.select([*COMMIT_KEY, "n_configs"]).join(
+            counts, keys=list(COMMIT_KEY), join_type="left outer"
+        )
         expected = joined.column("n_configs").fill_null(0)
         actual = joined.column("config_id_count").fill_null(0)
         short = int(pc.sum(pc.not_equal(expected, actual)).as_py() or 0)
         if short:
-            report.problems.append(f"runs: {short} committed run(s) whose n_configs differs from their measurement rows")
+            report.problems.append(
+                f"runs: {short} committed run(s) whose n_configs differs from their measurement rows"
+            )
         measurements = committed
     if measurements is not None and "ir_graphs" in tables:
         graphs = tables["ir_graphs"].column("ir_id")
         for column in ("ttir_id", "ttgir_id"):
             missing = _missing(measurements.column(column), graphs)
             if missing:
-                report.problems.append(f"measurements: {missing} {column} value(s) not in ir_graphs")
+                report.problems.append(
+                    f"measurements: {missing} {column} value(s) not in ir_graphs"
+                )
     if runs is not None and "kernels" in tables:
         missing = _missing(runs.column("kernel_id"), tables["kernels"].column("kernel_id"))
         if missing:
@@ -136,7 +220,9 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
             if child in tables:
                 missing = _missing(tables[child].column("ir_id"), graphs)
                 if missing:
-                    report.problems.append(f"{child}: {missing} row(s) whose ir_id is not in ir_graphs")
+                    report.problems.append(
+                        f"{child}: {missing} row(s) whose ir_id is not in ir_graphs"
+                    )
 
 
 def _summarize(tables: dict[str, pa.Table], report: CheckReport) -> None:
@@ -146,8 +232,17 @@ def _summarize(tables: dict[str, pa.Table], report: CheckReport) -> None:
         runs = tables["runs"]
         report.facts["runs"] = runs.num_rows
         report.facts["harvests"] = len(pc.unique(runs.column("harvest_id")))
-        report.facts["devices"] = dict(Counter(f"{n} ({a})" for n, a in zip(runs.column("device_name").to_pylist(), runs.column("arch").to_pylist())))
+        report.facts["devices"] = dict(
+            Counter(
+                f"{n} ({a})"
+                for n, a in zip(
+                    runs.column("device_name").to_pylist(), runs.column("arch").to_pylist()
+                )
+            )
+        )
     if "measurements" in tables:
-        report.facts["statuses"] = dict(Counter(tables["measurements"].column("status").to_pylist()))
+        report.facts["statuses"] = dict(
+            Counter(tables["measurements"].column("status").to_pylist())
+        )
     if "ir_graphs" in tables:
         report.facts["ir_graphs"] = dict(Counter(tables["ir_graphs"].column("level").to_pylist()))

@@ -7,16 +7,29 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from schemas.card import CARD_JSON, CARD_MARKDOWN, write_card
 from schemas.check import check_dataset
-from schemas.compact import compact_dataset
+from schemas.compact import compact
 from schemas.doc import render_schema_doc
 from schemas.errors import DatasetError
+from schemas.scrub import scrub_dataset
+from schemas.storage import STALE_TEMPORARY_AGE_S
 
 
-def run_check(url: str, console: Console | None = None) -> int:
-    """Print the check report of the dataset at ``url``; 0 when it has no problems."""
+def run_check(
+    url: str,
+    console: Console | None = None,
+    *,
+    fix: bool = False,
+    temporary_age_s: float = STALE_TEMPORARY_AGE_S,
+) -> int:
+    """Print the check report of the dataset at ``url``; 0 when it has no problems.
+
+    ``fix``: first remove write temporaries older than ``temporary_age_s`` seconds."""
     console = console or Console()
-    report = check_dataset(url)
+    report = check_dataset(url, fix=fix, temporary_age_s=temporary_age_s)
+    for line in report.fixed:
+        console.print(f"[cyan]fixed[/]: {line}", soft_wrap=True)
     table = Table(title=f"dataset {url}")
     table.add_column("table")
     table.add_column("files", justify="right")
@@ -34,18 +47,29 @@ def run_check(url: str, console: Console | None = None) -> int:
     return 0 if report.ok else 1
 
 
-def run_compact(url: str, min_files: int, console: Console | None = None) -> int:
-    """Compact the dataset at ``url`` and print what was merged."""
+def run_compact(
+    url: str,
+    min_files: int,
+    console: Console | None = None,
+    *,
+    temporary_age_s: float = STALE_TEMPORARY_AGE_S,
+) -> int:
+    """Compact the dataset at ``url`` and print what was merged; 1 (nothing changed) when the
+    dataset is missing or has an invalid file."""
     console = console or Console()
     try:
-        results = compact_dataset(url, min_files=min_files)
+        report = compact(url, min_files=min_files, temporary_age_s=temporary_age_s)
     except DatasetError as exc:
-        console.print(f"[red]error[/]: {exc}")
+        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
         return 1
-    for result in results:
+    for note in report.notes:
+        console.print(f"[yellow]note[/]: {note}", soft_wrap=True)
+    for result in report.merged:
         where = f"{result.table}/{result.partition}" if result.partition else result.table
         console.print(f"{where}: {result.files_before} files -> 1 ({result.rows:,} rows)")
-    if not results:
+    if report.removed_temporaries:
+        console.print(f"removed {report.removed_temporaries} stale write temporaries")
+    if not report.merged:
         console.print("nothing to compact")
     return 0
 
@@ -64,4 +88,37 @@ def run_doc(out: Path, check_only: bool, console: Console | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     console.print(f"wrote {out}")
+    return 0
+
+
+def run_scrub(url: str, console: Console | None = None) -> int:
+    """Scrub the dataset at ``url`` (:func:`schemas.scrub.scrub_dataset`) and print what
+    changed; 1 when it cannot be read."""
+    console = console or Console()
+    try:
+        results = scrub_dataset(url)
+    except DatasetError as exc:
+        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+        return 1
+    for result in results:
+        values = ", ".join(f"{column} {count:,}" for column, count in result.values_changed.items())
+        console.print(
+            f"{result.table}: {result.files_rewritten} file(s) rewritten, {result.files_renamed} renamed"
+            + (f"; values changed: {values}" if values else "")
+        )
+    if not any(r.files_rewritten or r.files_renamed for r in results):
+        console.print("nothing to scrub")
+    return 0
+
+
+def run_card(url: str, console: Console | None = None, *, title: str | None = None, license: str | None = None) -> int:
+    """Write the dataset card of ``url`` (:func:`schemas.card.write_card`); 1 when the
+    dataset cannot be read."""
+    console = console or Console()
+    try:
+        write_card(url, title=title, license=license)
+    except DatasetError as exc:
+        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+        return 1
+    console.print(f"wrote {url.rstrip('/')}/{CARD_MARKDOWN} and {CARD_JSON}")
     return 0

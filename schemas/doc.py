@@ -1,19 +1,96 @@
-"""Generate the schema reference document from the declarations in :mod:`schemas.tables`."""
+"""Generate the schema reference document from the declarations in :mod:`schemas.tables`.
+
+The "Changes from version N" sections are computed, not written: the fields each table gained
+and lost are the difference between the layout frozen in :mod:`schemas.history` and the next
+one, the summary is :data:`schemas.tables.CHANGES`, and how lifted rows fill each new field is
+:data:`schemas.migrations.LIFTED`.
+"""
 
 from __future__ import annotations
 
-from schemas.enums import LEVELS, STATUSES, TIMERS
-from schemas.tables import SCHEMA_VERSION, TABLES
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from schemas.enums import LEVELS, ROLES, SOURCES, STATUSES, TIMERS
+from schemas.history import declared_schema
+from schemas.migrations import LIFTED
+from schemas.tables import CHANGES, SCHEMA_VERSION, TABLES
 
 DOC_PATH = "docs/SCHEMA.md"
 
 
-def _type_name(field) -> str:
-    return str(field.type).replace("<item: ", "<")
+def _type_name(type_: pa.DataType) -> str:
+    return str(type_).replace("<item: ", "<")
+
+
+def _codes(values: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(f"`{value}`" for value in values)
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """How one table's layout differs between ``version - 1`` and ``version``."""
+
+    table: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    retyped: tuple[tuple[str, str, str], ...]
+    """(field, old type, new type)."""
+
+
+def table_changes(version: int) -> list[TableChange]:
+    """Per table, the fields added, removed and retyped from ``version - 1`` to ``version``
+    (tables whose layout did not change are left out)."""
+    changes = []
+    for name in TABLES:
+        old, new = declared_schema(name, version - 1), declared_schema(name, version)
+        if old is None or new is None:
+            continue
+        added = tuple(f.name for f in new if old.get_field_index(f.name) < 0)
+        removed = tuple(f.name for f in old if new.get_field_index(f.name) < 0)
+        retyped = tuple(
+            (f.name, _type_name(old.field(f.name).type), _type_name(f.type))
+            for f in new
+            if old.get_field_index(f.name) >= 0 and not old.field(f.name).type.equals(f.type)
+        )
+        if added or removed or retyped:
+            changes.append(TableChange(name, added, removed, retyped))
+    return changes
+
+
+def _changes_section(version: int) -> list[str]:
+    lines = [
+        f"## Changes from version {version - 1}",
+        "",
+        CHANGES[version],
+        "",
+        f"Files written under version {version - 1} stay readable: the reader lifts them through "
+        "the migrations in `schemas/migrations.py` (`read_table`, `scan_table`, `check` and "
+        "`compact` alike). Each new field of a lifted row is filled as listed below. "
+        "Re-harvesting with current code fills every field.",
+        "",
+    ]
+    lifted = LIFTED.get(version, {})
+    for change in table_changes(version):
+        lines.append(f"### `{change.table}`")
+        lines.append("")
+        for field in change.added:
+            how = lifted.get(
+                f"{change.table}.{field}", f"null (not recorded by version {version - 1})"
+            )
+            lines.append(f"- added `{field}`: {how}")
+        for field in change.removed:
+            lines.append(f"- removed `{field}` (dropped from lifted rows)")
+        for field, old, new in change.retyped:
+            lines.append(f"- retyped `{field}`: `{old}` -> `{new}`")
+        lines.append("")
+    return lines
 
 
 def render_schema_doc() -> str:
-    """Markdown reference of every table and field (deterministic)."""
+    """Markdown reference of every table and field, then the changes per version
+    (deterministic)."""
     lines = [
         "# Dataset schema reference",
         "",
@@ -22,23 +99,33 @@ def render_schema_doc() -> str:
         f"Schema version: **{SCHEMA_VERSION}**. Every file stores it in its footer metadata "
         "(`kernel_corpus.schema_version`) and every row in the `schema_version` column.",
         "",
-        f"- `status`: {', '.join(f'`{s}`' for s in STATUSES)}",
-        f"- `timer`: {', '.join(f'`{t}`' for t in TIMERS)}",
-        f"- IR `level`: {', '.join(f'`{lv}`' for lv in LEVELS)}",
+        f"- `status`: {_codes(STATUSES)}",
+        f"- `timer`: {_codes(TIMERS)}",
+        f"- IR `level`: {_codes(LEVELS)}",
+        f"- `source`: {_codes(SOURCES)}",
+        f"- knob `role`: {_codes(ROLES)}",
         "",
     ]
     for name, spec in TABLES.items():
         lines += [
             f"## `{name}`",
             "",
-            f"Key: {', '.join(f'`{k}`' for k in spec.key)}. "
-            + (f"Partitioned by {', '.join(f'`{p}`' for p in spec.partition_by)}." if spec.partition_by else "Not partitioned."),
+            f"Key: {_codes(spec.key)}. "
+            + (
+                f"Partitioned by {_codes(spec.partition_by)}."
+                if spec.partition_by
+                else "Not partitioned."
+            ),
             "",
             "| field | type | null | meaning |",
             "| --- | --- | --- | --- |",
         ]
         for field in spec.schema:
             doc = (field.metadata or {}).get(b"doc", b"").decode().replace("|", "\\|")
-            lines.append(f"| `{field.name}` | `{_type_name(field)}` | {'yes' if field.nullable else 'no'} | {doc} |")
+            lines.append(
+                f"| `{field.name}` | `{_type_name(field.type)}` | {'yes' if field.nullable else 'no'} | {doc} |"
+            )
         lines.append("")
+    for version in sorted(CHANGES, reverse=True):
+        lines += _changes_section(version)
     return "\n".join(lines)

@@ -24,5 +24,50 @@ class SchemaVersionError(DatasetError):
         super().__init__(
             f"{path}: schema_version {version} is outside the range this code reads "
             f"({oldest}..{newest}); "
-            + ("upgrade kernel-corpus to read it." if version > newest else "no migration is registered for it.")
+            + (
+                "upgrade kernel-corpus to read it."
+                if version > newest
+                else "no migration is registered for it."
+            )
+        )
+
+
+class SchemaMismatchError(DatasetError):
+    """A file's schema or footer differs from what its schema_version declares."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__(f"{path}: {'; '.join(problems)}")
+
+
+class RepeatedKeyError(DatasetError):
+    """Rows that must be unique repeat their key (e.g. a measurement written twice)."""
+
+
+class FileVanishedError(DatasetError):
+    """A listed file disappeared before it was read (compaction replaced it); readers list again."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: removed while being read (a concurrent `compact` replaced it)")
+
+
+class WriteFailedError(DatasetError):
+    """Writing rows of one table failed part-way; nothing that was already committed is affected.
+
+    ``written`` are the files that did land, ``remaining`` the rows (a conformed Arrow table)
+    that did not: a caller retrying writes only ``remaining``, so no row is written twice.
+    """
+
+    def __init__(
+        self, table: str, location: str, cause: BaseException, written: list[str], remaining: object
+    ) -> None:
+        self.table = table
+        self.written = written
+        self.remaining = remaining
+        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+        super().__init__(
+            f"could not write table {table!r} to {location} ({reason}); "
+            "the data committed before is intact and a rerun resumes"
         )

@@ -10,16 +10,25 @@ reader sees never depends on crashes or on how many writers raced.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from schemas.errors import CorruptFileError, SchemaVersionError
+from schemas.errors import (
+    CorruptFileError,
+    DatasetError,
+    FileVanishedError,
+    RepeatedKeyError,
+    SchemaMismatchError,
+    SchemaVersionError,
+)
+from schemas.harvests import check_mode, needed_columns, one_harvest
 from schemas.migrations import oldest_readable, upgrade
 from schemas.storage import (
     Location,
@@ -29,8 +38,10 @@ from schemas.storage import (
     read_file,
     read_footer,
     resolve,
+    vanished,
 )
 from schemas.tables import SCHEMA_VERSION, table_spec
+from schemas.validate import file_problems
 from schemas.writer import conform
 
 if TYPE_CHECKING:
@@ -53,26 +64,74 @@ class TableFiles:
     superseded: list[str]
 
 
-def table_files(loc: Location, table: str) -> TableFiles:
-    """Inspect every footer: version-gate, and drop files a compacted file replaced."""
+def table_files(loc: Location, table: str, on_problem: Callable[[DatasetError], None] | None = None) -> TableFiles:
+    """Inspect every footer: version-gate, validate (:mod:`schemas.validate`) and drop files a
+    compacted file replaced.
+
+    A live file that is unreadable, of another version range or of the wrong schema raises a
+    :class:`DatasetError` naming it; with ``on_problem`` it is reported there and left out
+    instead (``check`` collects every problem). A file removed meanwhile raises
+    :class:`FileVanishedError`: list again (:func:`stable`).
+    """
     files = list_parquet(loc, table)
     versions: dict[str, int] = {}
+    failures: dict[str, DatasetError] = {}
     superseded: set[str] = set()
     oldest = oldest_readable(table)
     for path in files:
-        footer = read_footer(loc, path)
-        version = footer_version(path, footer)
-        if not oldest <= version <= SCHEMA_VERSION:
-            raise SchemaVersionError(path, version, oldest, SCHEMA_VERSION)
+        try:
+            footer = read_footer(loc, path)
+            version = footer_version(path, footer)
+            if not oldest <= version <= SCHEMA_VERSION:
+                raise SchemaVersionError(path, version, oldest, SCHEMA_VERSION)
+            problems = file_problems(table, footer, version, lambda p=path: _version_column(loc, p))
+            if problems:
+                raise SchemaMismatchError(path, problems)
+        except FileVanishedError:
+            raise
+        except DatasetError as exc:
+            failures[path] = exc
+            continue
         versions[path] = version
         directory = posixpath.dirname(path)
         superseded.update(posixpath.join(directory, name) for name in footer_replaces(footer))
-    live = [p for p in files if p not in superseded]
+    for path, exc in failures.items():
+        if path in superseded:  # replaced by a merged file: readers never look at it
+            continue
+        if on_problem is None:
+            raise exc
+        on_problem(exc)
+    live = [p for p in versions if p not in superseded]
     return TableFiles(
         current=[p for p in live if versions[p] == SCHEMA_VERSION],
         older={p: versions[p] for p in live if versions[p] != SCHEMA_VERSION},
         superseded=sorted(superseded & set(files)),
     )
+
+
+def _version_column(loc: Location, path: str) -> pa.ChunkedArray:
+    return read_file(loc, path, ["schema_version"]).column("schema_version")
+
+
+RELIST_ATTEMPTS = 20
+
+T = TypeVar("T")
+
+
+def stable(read: Callable[[], T]) -> T:
+    """Run ``read`` (list, then read files) again when a listed file vanished under it.
+
+    A concurrent ``compact`` writes the merged file before deleting the files it replaces, so a
+    fresh listing sees the merged file and skips the replaced ones: what is read is the same.
+    """
+    for attempt in range(RELIST_ATTEMPTS):
+        try:
+            return read()
+        except FileVanishedError:
+            if attempt == RELIST_ATTEMPTS - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _expression(filters: Filters) -> pa.compute.Expression | None:
@@ -89,6 +148,9 @@ def _read_files(loc: Location, table: str, found: TableFiles, columns: list[str]
             dataset = ds.dataset(found.current, schema=schema, format="parquet", filesystem=loc.fs)
             pieces.append(dataset.to_table(columns=columns, filter=expression))
         except (OSError, pa.ArrowException) as exc:
+            gone = next((p for p in found.current if vanished(loc, p)), None)
+            if gone is not None:
+                raise FileVanishedError(gone) from exc
             culprit = _find_unreadable(loc, found.current) or ", ".join(found.current[:3])
             raise CorruptFileError(culprit, exc) from exc
     for path, version in found.older.items():
@@ -131,6 +193,43 @@ def dedupe(table: pa.Table, key: Sequence[str]) -> pa.Table:
     return table.take(pc.take(rows, pc.sort_indices(rows)))
 
 
+UNIQUE_KEYED = frozenset({"runs", "measurements"})
+"""Tables whose key identifies one observation: a repeated key is a row written twice, which
+readers refuse rather than silently drop (they could not tell which copy is right)."""
+
+
+@dataclass(frozen=True)
+class RepeatedKeys:
+    """Rows beyond the first of each key (``extra``) and one repeated key as an example."""
+
+    key: tuple[str, ...]
+    extra: int
+    example: dict[str, Any] | None
+
+
+def repeated_keys(table: pa.Table, key: Sequence[str]) -> RepeatedKeys:
+    """How many rows of ``table`` repeat a ``key`` of an earlier row."""
+    key = tuple(key)
+    if table.num_rows == 0:
+        return RepeatedKeys(key, 0, None)
+    counts = table.select(list(key)).group_by(list(key), use_threads=False).aggregate([([], "count_all")])
+    repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
+    if repeated.num_rows == 0:
+        return RepeatedKeys(key, 0, None)
+    extra = int(pc.sum(repeated.column("count_all")).as_py()) - repeated.num_rows
+    return RepeatedKeys(key, extra, repeated.select(list(key)).slice(0, 1).to_pylist()[0])
+
+
+def refuse_repeats(table: str, found: RepeatedKeys) -> None:
+    """Raise :class:`RepeatedKeyError` when ``found`` has repeated keys."""
+    if found.extra:
+        example = ", ".join(f"{k}={v}" for k, v in (found.example or {}).items())
+        raise RepeatedKeyError(
+            f"{table}: {found.extra} row(s) repeat a key ({', '.join(found.key)}), e.g. {example}: "
+            "the same rows were written twice; `python -m schemas check` names the files"
+        )
+
+
 def _commit_keys(table: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(*(table.column(k) for k in COMMIT_KEY), "\x1f")
 
@@ -143,7 +242,7 @@ def only_committed(measurements: pa.Table, runs: pa.Table) -> pa.Table:
 def committed_runs(url: str) -> pa.Table:
     """(run_id, harvest_id) of every committed run."""
     loc = resolve(url)
-    return _read_files(loc, "runs", table_files(loc, "runs"), list(COMMIT_KEY), None)
+    return stable(lambda: _read_files(loc, "runs", table_files(loc, "runs"), list(COMMIT_KEY), None))
 
 
 def read_table(
@@ -153,6 +252,7 @@ def read_table(
     filters: Filters = None,
     *,
     committed_only: bool = True,
+    harvests: str = "all",
 ) -> pa.Table:
     """Read one table of the dataset at ``url`` as a pyarrow Table.
 
@@ -160,29 +260,61 @@ def read_table(
     pyarrow-style DNF tuples, e.g. ``[("status", "=", "ok")]``. Measurements of uncommitted
     runs are dropped unless ``committed_only=False``; content-keyed tables are deduplicated.
 
-    Raises :class:`DatasetError` for a missing table, :class:`CorruptFileError` and
-    :class:`SchemaVersionError` naming the file at fault.
+    ``harvests`` (runs and measurements; training scripts want one label per config):
+    ``"all"`` keeps every harvest's rows (repeats of a run included); ``"latest"`` keeps, per
+    (run_id, config_id), the measurement of the most recent committed harvest (its runs row's
+    ``finished_at``, ties to the larger ``harvest_id``) and per run_id the most recent runs row;
+    ``"pooled"`` gives one measurement per (run_id, config_id) with ``samples_ms`` of every
+    harvest concatenated (oldest first) and the timing statistics recomputed from them, status
+    ``ok`` only when every repeat was ok (else the latest failure's status and error), other
+    columns from the latest repeat (see :mod:`schemas.harvests`). With ``"latest"`` or
+    ``"pooled"``, ``filters`` apply to the chosen rows, not before the choice.
+
+    Raises :class:`DatasetError` for a missing table, :class:`CorruptFileError`,
+    :class:`SchemaVersionError` and :class:`SchemaMismatchError` naming the file at fault, and
+    :class:`RepeatedKeyError` when ``runs`` or ``measurements`` rows repeat their key (a row
+    written twice; ``python -m schemas check`` names the files). Files that a concurrent
+    ``compact`` replaces while they are read are read from the merged file instead.
     """
+    check_mode(harvests, table, committed_only)
     spec = table_spec(table)
     loc = resolve(url)
-    found = table_files(loc, table)
     wanted = list(columns) if columns is not None else None
     needed = wanted
     extra_keys: list[str] = []
     if wanted is not None:
         if table == "measurements" and committed_only:
             extra_keys += [k for k in COMMIT_KEY if k not in wanted]
-        if table in CONTENT_KEYED:
+        if table in CONTENT_KEYED or table in UNIQUE_KEYED:
             extra_keys += [k for k in spec.key if k not in wanted and k not in extra_keys]
+        extra_keys += [k for k in needed_columns(table, harvests) if k not in wanted and k not in extra_keys]
         needed = wanted + extra_keys
-    result = _read_files(loc, table, found, needed, _expression(filters))
+    expression = _expression(filters)
+    choose_first = bool(needed_columns(table, harvests))  # filter the chosen rows, not before
+    if choose_first and expression is not None:
+        needed = None  # the filter may name any column
+    read_filter = None if choose_first else expression
+    result = stable(lambda: _read_files(loc, table, table_files(loc, table), needed, read_filter))
     if table == "measurements" and committed_only:
         result = only_committed(result, committed_runs(url))
     if table in CONTENT_KEYED:
         result = dedupe(result, spec.key)
+    if table in UNIQUE_KEYED:
+        refuse_repeats(table, repeated_keys(result, spec.key))
+    if choose_first:
+        recency = _finish_times(loc) if table == "measurements" else None
+        result = one_harvest(table, result, harvests, recency)
+        if expression is not None:
+            result = result.filter(expression)
     if wanted is not None:
         result = result.select(wanted)
     return result
+
+
+def _finish_times(loc: Location) -> pa.Table:
+    """(run_id, harvest_id, finished_at) of every committed run: the harvests' recency."""
+    columns = [*COMMIT_KEY, "finished_at"]
+    return stable(lambda: _read_files(loc, "runs", table_files(loc, "runs"), columns, None))
 
 
 def scan_table(
@@ -190,24 +322,46 @@ def scan_table(
     table: str,
     *,
     committed_only: bool = True,
+    harvests: str = "all",
 ) -> pl.LazyFrame:
     """The table as a polars LazyFrame, with the same gating as :func:`read_table`.
 
     Local datasets whose files are all at the current version are scanned lazily by polars
-    itself (projection and predicate pushdown apply); otherwise the gated pyarrow read is
-    wrapped.
+    itself (projection and predicate pushdown apply); otherwise, and for ``harvests``
+    ``"latest"`` / ``"pooled"`` (one harvest per run, as in :func:`read_table`), the gated
+    pyarrow read is wrapped.
+
+    A lazy frame names the files it will read: collect it before a concurrent ``compact``
+    deletes the files it merged (or use :func:`read_table`, which re-lists when that happens).
     """
     import polars as pl
 
+    check_mode(harvests, table, committed_only)
     loc = resolve(url)
-    found = table_files(loc, table)
+    found = stable(lambda: table_files(loc, table))
     is_local = not ("://" in url and not url.startswith("file://"))
-    if not (is_local and found.current and not found.older):
-        return pl.from_arrow(read_table(url, table, committed_only=committed_only)).lazy()
+    if not (is_local and found.current and not found.older) or needed_columns(table, harvests):
+        gated = read_table(url, table, committed_only=committed_only, harvests=harvests)
+        return pl.from_arrow(gated).lazy()
+    listings = iter([found])  # the first attempt reuses this listing; a retry lists again
+    return stable(lambda: _lazy_frame(loc, url, table, committed_only, first=next(listings, None)))
+
+
+def _lazy_frame(loc: Location, url: str, table: str, committed_only: bool, *, first: TableFiles | None) -> pl.LazyFrame:
+    """polars' own lazy scan of the table's live files (one :func:`stable` attempt)."""
+    import polars as pl
+
+    found = first if first is not None else table_files(loc, table)
     frame = pl.scan_parquet(found.current, hive_partitioning=False)
     if table == "measurements" and committed_only:
         runs = pl.from_arrow(committed_runs(url)).lazy()
         frame = frame.join(runs, on=list(COMMIT_KEY), how="semi")
     if table in CONTENT_KEYED:
         frame = frame.unique(subset=list(table_spec(table).key), keep="first", maintain_order=True)
+    if table in UNIQUE_KEYED:  # same verdict as read_table; reads the key columns only
+        try:
+            keys = frame.select(list(table_spec(table).key)).collect().to_arrow()
+        except FileNotFoundError as exc:  # compaction replaced a file since the listing
+            raise FileVanishedError(str(exc)) from exc
+        refuse_repeats(table, repeated_keys(keys, table_spec(table).key))
     return frame

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import posixpath
+import re
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -20,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from schemas.errors import CorruptFileError, DatasetError
+from schemas.errors import CorruptFileError, DatasetError, FileVanishedError
 
 META_VERSION = b"kernel_corpus.schema_version"
 META_TABLE = b"kernel_corpus.table"
@@ -49,8 +52,6 @@ def resolve(url: str) -> Location:
         return Location(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path.rstrip("/") or "/", url)
     local = pafs.LocalFileSystem()
     path = url.removeprefix("file://")
-    import os
-
     return Location(local, os.path.abspath(path), url)
 
 
@@ -68,7 +69,11 @@ def list_parquet(loc: Location, table: str) -> list[str]:
     files = []
     for item in loc.fs.get_file_info(selector):
         rel = posixpath.relpath(item.path, table_dir)
-        if item.type == pafs.FileType.File and item.path.endswith(".parquet") and not is_hidden(rel):
+        if (
+            item.type == pafs.FileType.File
+            and item.path.endswith(".parquet")
+            and not is_hidden(rel)
+        ):
             files.append(item.path)
     return sorted(files)
 
@@ -79,14 +84,23 @@ def read_footer(loc: Location, path: str) -> pq.FileMetaData:
         with loc.fs.open_input_file(path) as handle:
             return pq.ParquetFile(handle).metadata
     except (OSError, pa.ArrowException) as exc:
+        if vanished(loc, path):
+            raise FileVanishedError(path) from exc
         raise CorruptFileError(path, exc) from exc
 
 
 def footer_version(path: str, metadata: pq.FileMetaData) -> int:
+    """The footer's ``kernel_corpus.schema_version``; CorruptFileError when absent or not an
+    integer."""
     kv = metadata.metadata or {}
     if META_VERSION not in kv:
         raise CorruptFileError(path, "no kernel_corpus.schema_version in the file metadata")
-    return int(kv[META_VERSION])
+    text = kv[META_VERSION].decode(errors="replace").strip()
+    if not re.fullmatch(r"[0-9]+", text):
+        raise CorruptFileError(
+            path, f"footer kernel_corpus.schema_version is {text!r}, not an integer"
+        )
+    return int(text)
 
 
 def footer_replaces(metadata: pq.FileMetaData) -> list[str]:
@@ -100,6 +114,8 @@ def read_file(loc: Location, path: str, columns: list[str] | None = None) -> pa.
         with loc.fs.open_input_file(path) as handle:
             return pq.read_table(handle, columns=columns)
     except (OSError, pa.ArrowException) as exc:
+        if vanished(loc, path):
+            raise FileVanishedError(path) from exc
         raise CorruptFileError(path, exc) from exc
 
 
@@ -114,7 +130,9 @@ def _encodings(schema: pa.Schema) -> dict[str, list[str]]:
     }
 
 
-def write_atomic(loc: Location, directory: str, name: str, table: pa.Table, *, compression: str = "zstd") -> str:
+def write_atomic(
+    loc: Location, directory: str, name: str, table: pa.Table, *, compression: str = "zstd"
+) -> str:
     """Write ``table`` to ``directory/name`` so that it appears whole or not at all.
 
     The bytes go to a hidden temporary file in the same directory, then one rename makes the
@@ -125,10 +143,91 @@ def write_atomic(loc: Location, directory: str, name: str, table: pa.Table, *, c
     final = posixpath.join(directory, name)
     temporary = posixpath.join(directory, f".tmp-{uuid.uuid4().hex}-{name}")
     try:
-        pq.write_table(table, temporary, filesystem=loc.fs, compression=compression, **_encodings(table.schema))
+        pq.write_table(
+            table, temporary, filesystem=loc.fs, compression=compression, **_encodings(table.schema)
+        )
         loc.fs.move(temporary, final)
     except BaseException:
         with contextlib.suppress(OSError):
             loc.fs.delete_file(temporary)
         raise
     return final
+
+
+TEMPORARY_PREFIX = ".tmp-"
+STALE_TEMPORARY_AGE_S = 3600.0
+"""A hidden temporary older than this is a killed writer's leftover: a live writer renames its
+temporary within the seconds one file takes to write."""
+
+
+@dataclass(frozen=True)
+class Temporary:
+    """A hidden ``.tmp-*`` file under a table directory; ``age_s`` None when the filesystem
+    reports no modification time."""
+
+    path: str
+    size: int
+    age_s: float | None
+
+
+def list_temporaries(loc: Location, tables: list[str]) -> list[Temporary]:
+    """Hidden write temporaries under the given table directories (absent tables skipped)."""
+    now = time.time()
+    found = []
+    for table in tables:
+        table_dir = loc.table_dir(table)
+        if loc.fs.get_file_info(table_dir).type != pafs.FileType.Directory:
+            continue
+        for item in loc.fs.get_file_info(pafs.FileSelector(table_dir, recursive=True)):
+            if item.type == pafs.FileType.File and posixpath.basename(item.path).startswith(
+                TEMPORARY_PREFIX
+            ):
+                age = now - item.mtime.timestamp() if item.mtime is not None else None
+                found.append(Temporary(item.path, item.size or 0, age))
+    return sorted(found, key=lambda t: t.path)
+
+
+def remove_stale_temporaries(
+    loc: Location, tables: list[str], min_age_s: float = STALE_TEMPORARY_AGE_S
+) -> list[Temporary]:
+    """Delete temporaries older than ``min_age_s`` seconds (never younger ones: their writer may
+    still be running); returns what was removed."""
+    removed = []
+    for temporary in list_temporaries(loc, tables):
+        if temporary.age_s is not None and temporary.age_s >= min_age_s:
+            with contextlib.suppress(FileNotFoundError):
+                loc.fs.delete_file(temporary.path)
+                removed.append(temporary)
+    return removed
+
+
+def probe_writable(loc: Location, tables: list[str]) -> None:
+    """Create the table directories and write and remove a small hidden file in each, so a
+    destination that cannot take the dataset fails now, in one line, not after hours of work.
+
+    Raises DatasetError naming the destination and the reason.
+    """
+    for table in tables:
+        directory = loc.table_dir(table)
+        probe = posixpath.join(directory, f"{TEMPORARY_PREFIX}probe-{uuid.uuid4().hex}")
+        try:
+            loc.fs.create_dir(directory, recursive=True)
+            with loc.fs.open_output_stream(probe) as handle:
+                handle.write(b"kernel-corpus write probe")
+            loc.fs.delete_file(probe)
+        except (OSError, pa.ArrowException) as exc:
+            reason = (
+                exc.strerror
+                if isinstance(exc, OSError) and exc.strerror
+                else str(exc).splitlines()[0]
+            )
+            reason = " ".join(reason.split())
+            raise DatasetError(f"{loc.url}: cannot write the dataset there ({reason})") from None
+
+
+def vanished(loc: Location, path: str) -> bool:
+    """True when ``path`` no longer exists (a concurrent compaction removed it)."""
+    try:
+        return loc.fs.get_file_info(path).type == pafs.FileType.NotFound
+    except OSError:
+        return False

@@ -115,10 +115,12 @@ RUNS = pa.schema(
         _f("torch_version", pa.string(), "torch.__version__."),
         _f("toolchain_json", pa.string(), "Canonical JSON of the toolchain fingerprint hashed into run_id."),
         _f("ir_target", pa.string(), "Compile target of the stored IR graphs and static SASS stats, e.g. 'sm_90' (the device's own arch on a GPU; an explicit target on the interpreter)."),
-        _f("hostname", pa.string(), "Host that ran the harvest."),
+        _f("hostname", pa.string(), "Machine that ran the harvest: its host name when harvested with --record-host, else an anonymous id stable per machine ('anon-' + 16 hex digits, a keyed hash of the host name; see schemas.machine). Version-1 rows hold host names until `python -m schemas scrub`."),
         _f("setup_error", pa.string(), "Why the run could not be set up (inputs, reference) on the benchmark device; null when it was. Such a run has no timed measurements."),
-        _f("source", pa.string(), "Where the rows came from: harvest, record (a live workload's Triton autotuning), helion or tritonparse (imported logs). Null in version-1 rows (harvest)."),
+        _f("source", pa.string(), "Where the rows came from: harvest, record (a live workload's Triton autotuning), helion or tritonparse (imported logs); 'harvest' in lifted version-1 rows."),
         _f("source_ref", pa.string(), "The source's own id of this run (e.g. Helion's run_id), kept as provenance."),
+        _f("autotune_cache_hit", pa.bool_(), "Runs of a live or traced autotuning (sources record and tritonparse): True when Triton's autotune cache served the tuning, so nothing was benchmarked; the run then has no measurements rows and best_config_id is the cached choice. Null for other sources."),
+        _f("device_ir_id", pa.string(), "ir_id of the run's config-independent device IR graph when the source has one (Helion's device IR, level helion_fx); null otherwise."),
         _f("timer", pa.string(), "How latencies were taken: cuda_event, cuda_graph, thread_cpu or process_cpu (interpreter CPU time of the benchmark worker), wall (version 1), triton_do_bench (recorded from Triton's autotuner) or external (imported logs)."),
         _f("timing_passes", pa.int32(), "Interleaved passes over the run's configs (each pass times every config in a seeded random order)."),
         _f("reps_per_pass", pa.int32(), "Timed reps per config in each pass."),
@@ -174,12 +176,12 @@ MEASUREMENTS = pa.schema(
         _f("std_ms", pa.float64(), "Standard deviation of latency, ms."),
         _f("n_reps", pa.int32(), "Timed repetitions actually taken."),
         _f("samples_ms", pa.list_(pa.float32()), "Raw per-rep latencies in timing order (pass by pass), ms."),
-        _f("same_binary_as", pa.string(), "config_id of the config of the same run whose identical binary and launch were timed instead of this one; its timing is copied here. Null when this config was timed itself."),
+        _f("same_binary_as", pa.string(), "config_id of the config of the same run whose identical binary and launch were checked and timed instead of this one; its outcome and timing are copied here (exact ties). On the interpreter, which ignores num_warps, num_stages, num_ctas and maxnreg, identical means the same meta-parameters, grid and arguments. Null when this config was timed itself."),
         _f("compile_time_s", pa.float64(), "Wall time of triton.compile for this config, seconds."),
         _f("ttir_id", pa.string(), "ir_id of the TTIR graph (null when compile failed)."),
         _f("ttgir_id", pa.string(), "ir_id of the TTGIR graph (null when compile failed)."),
-        _f("binary_hash", pa.string(), "Triton's hash of the compiled binary (metadata hash) the compile worker built."),
-        _f("launch_verified", pa.bool_(), "True when the benchmark worker launched exactly binary_hash, False when it launched something else (timing then untrustworthy); null on the interpreter."),
+        _f("binary_hash", pa.string(), "Hash of the compiled device binary (cubin bytes) and the metadata its launcher reads (warps, CTAs, shared memory, scratch sizes), as the compile worker built it. Not Triton's cache key, which also covers build options such as num_stages that may leave the binary unchanged."),
+        _f("launch_verified", pa.bool_(), "True when the binary the benchmark worker's launch ran has binary_hash, False when it ran something else (timing then untrustworthy); null on the interpreter."),
         _f("n_regs", pa.int32(), "Registers per thread from the cubin."),
         _f("spill_bytes", pa.int32(), "Bytes moved by local-memory (spill) stores and loads (STL/LDL) in the SASS, per thread."),
         _f("shared_mem_bytes", pa.int32(), "Shared memory per block: the cubin's static allocation plus the dynamic bytes Triton requests at launch, bytes."),
@@ -209,7 +211,7 @@ IR_GRAPHS = pa.schema(
         _f("num_stores", pa.int32(), "Global/descriptor store and atomic ops."),
         _f("max_depth", pa.int32(), "Deepest region nesting of any node."),
         _f("triton_version", pa.string(), "Triton that produced the IR."),
-        _f("ir_text", pa.large_string(), "The IR text as compiled (with locations)."),
+        _f("ir_text", pa.large_string(), "The IR text as compiled, with source locations whose file paths are relative to the package root (the form of kernels.source_path), never absolute paths of the writing machine."),
     ]
 )
 
@@ -248,8 +250,10 @@ IR_NODES = pa.schema(
         _f("constant", pa.float64(), "Value of a scalar or splat constant."),
         _f("range_start", pa.int64(), "tt.make_range start."),
         _f("range_end", pa.int64(), "tt.make_range end."),
-        _f("divisibility", pa.int64(), "tt.divisibility of a function argument (largest power of two dividing it, pointers in bytes)."),
-        _f("contiguity", pa.int64(), "tt.contiguity of a function argument."),
+        _f("divisibility", pa.int64(), "tt.divisibility of a function argument: a power of two known to divide its value (of a pointer: its address in bytes). Triton's launcher marks arguments that are multiples of 16, so mostly 16; null when unmarked."),
+        _f("contiguity", pa.int64(), "tt.contiguity of a function argument, or the contiguity of an async global-to-shared copy (ttg.async_copy_global_to_local: elements per vectorized access)."),
+        _f("loop_num_stages", pa.int32(), "tt.num_stages of an scf.for: the software-pipelining depth asked for this loop (tl.range(..., num_stages=...) or the config's num_stages)."),
+        _f("num_pending", pa.int32(), "Asynchronous operations an async wait leaves in flight: ttg.async_wait num (copy groups), ttng.warp_group_dot_wait pendings (wgmma groups)."),
         _f("cache_modifier", pa.string(), "Load/store cache modifier, e.g. '.ca'."),
         _f("eviction_policy", pa.string(), "Load/store eviction policy, e.g. 'evict_last'."),
         _f("input_precision", pa.string(), "tt.dot input precision, e.g. 'tf32'."),
@@ -259,6 +263,30 @@ IR_NODES = pa.schema(
         _f("var_name", pa.string(), "Source variable name attached to the location, when any."),
     ]
 )
+
+
+@dataclass(frozen=True)
+class IntegerAttribute:
+    """An integer IR attribute copied into a typed ``ir_nodes`` column."""
+
+    name: str
+    """Attribute name as printed (and as key of ``attrs_json``), e.g. 'tt.divisibility'."""
+    ops: tuple[str, ...] = ()
+    """Op names the attribute is read from (a generic name like 'num'); empty: any node."""
+
+
+IR_NODE_INTEGER_ATTRIBUTES: dict[str, tuple[IntegerAttribute, ...]] = {
+    "divisibility": (IntegerAttribute("tt.divisibility"),),
+    "contiguity": (IntegerAttribute("tt.contiguity"), IntegerAttribute("contiguity")),
+    "loop_num_stages": (IntegerAttribute("tt.num_stages", ("scf.for",)),),
+    "num_pending": (
+        IntegerAttribute("num", ("ttg.async_wait",)),
+        IntegerAttribute("pendings", ("ttng.warp_group_dot_wait",)),
+    ),
+}
+"""Typed ``ir_nodes`` columns read from integer IR attributes: column -> the attributes whose
+leading integer it holds (first present wins). Extraction (:mod:`extract.graph`) and the
+version-1 migration both use it; ``attrs_json`` keeps the attributes too."""
 
 IR_EDGES = pa.schema(
     [

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -21,23 +20,26 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.errors import DatasetError
+from schemas.errors import DatasetError, WriteFailedError
+from schemas.machine import anonymize_host, host_name
 from schemas.storage import META_TABLE, META_VERSION, Location, resolve, write_atomic
 from schemas.tables import SCHEMA_VERSION, TableSpec, table_spec
 
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _PARTITION_VALUE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 Rows = pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]]
 
 
 def new_writer_id() -> str:
-    """``<host>-<pid>-<random>``: unique per writer object across processes and machines."""
-    host = _SAFE.sub("_", socket.gethostname())[:32] or "host"
-    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    """``<machine>-<pid>-<random>``: unique per writer object across processes and machines.
+    ``<machine>`` is the anonymous machine id (:mod:`schemas.machine`), never the host name,
+    so file names of a published dataset do not name the host either."""
+    return f"{anonymize_host(host_name())}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def with_file_metadata(table: pa.Table, spec: TableSpec, extra: Mapping[bytes, bytes] | None = None) -> pa.Table:
+def with_file_metadata(
+    table: pa.Table, spec: TableSpec, extra: Mapping[bytes, bytes] | None = None
+) -> pa.Table:
     """Attach the table name and schema version to the schema metadata (stored in the footer)."""
     metadata = dict(table.schema.metadata or {})
     metadata[META_VERSION] = str(SCHEMA_VERSION).encode()
@@ -67,9 +69,13 @@ def conform(spec: TableSpec, rows: Rows) -> pa.Table:
         try:
             column = column.cast(field.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise DatasetError(f"table {spec.name!r}, column {field.name!r}: cannot store as {field.type}: {exc}") from exc
+            raise DatasetError(
+                f"table {spec.name!r}, column {field.name!r}: cannot store as {field.type}: {exc}"
+            ) from exc
         if not field.nullable and column.null_count:
-            raise DatasetError(f"table {spec.name!r}: column {field.name!r} must not be null ({column.null_count} nulls)")
+            raise DatasetError(
+                f"table {spec.name!r}: column {field.name!r} must not be null ({column.null_count} nulls)"
+            )
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=spec.schema)
 
@@ -80,7 +86,10 @@ def _table_from_rows(spec: TableSpec, rows: Sequence[Mapping[str, Any]]) -> pa.T
         extra = set(row) - names
         if extra:
             raise DatasetError(f"table {spec.name!r}: unknown column(s) {', '.join(sorted(extra))}")
-    rows = [row if "schema_version" in row else {**row, "schema_version": SCHEMA_VERSION} for row in rows]
+    rows = [
+        row if "schema_version" in row else {**row, "schema_version": SCHEMA_VERSION}
+        for row in rows
+    ]
     try:
         return pa.Table.from_pylist(list(rows), schema=spec.schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
@@ -99,7 +108,9 @@ def partitions(spec: TableSpec, table: pa.Table) -> Iterable[tuple[str, pa.Table
         for key, value in values.items():
             text = str(value)
             if not _PARTITION_VALUE.match(text):
-                raise DatasetError(f"table {spec.name!r}: partition value {key}={text!r} has unsafe characters")
+                raise DatasetError(
+                    f"table {spec.name!r}: partition value {key}={text!r} has unsafe characters"
+                )
             parts.append(f"{key}={text}")
             condition = pc.equal(table.column(key), value)
             mask = condition if mask is None else pc.and_(mask, condition)
@@ -111,9 +122,13 @@ class DatasetWriter:
 
     Each :meth:`write` call produces one new file per partition touched. Batch rows (a run's
     worth) per call: many tiny files cost read time until ``python -m schemas compact``.
+    A write that fails part-way raises :class:`WriteFailedError` carrying the rows that did not
+    land (``remaining``), so a retry writes each row exactly once.
     """
 
-    def __init__(self, url: str, *, writer_id: str | None = None, compression: str = "zstd") -> None:
+    def __init__(
+        self, url: str, *, writer_id: str | None = None, compression: str = "zstd"
+    ) -> None:
         self.location: Location = resolve(url)
         self.writer_id = writer_id or new_writer_id()
         self.compression = compression
@@ -126,16 +141,33 @@ class DatasetWriter:
         table = conform(spec, rows)
         if table.num_rows == 0:
             return []
-        written = []
-        for subdir, part in partitions(spec, table):
+        written: list[str] = []
+        pending = list(partitions(spec, table))
+        while pending:
+            subdir, part = pending[0]
             self._sequence += 1
             directory = self.location.table_dir(spec.name)
             if subdir:
                 directory = f"{directory}/{subdir}"
             name = f"part-{self.writer_id}-{self._sequence:06d}.parquet"
-            written.append(
-                write_atomic(self.location, directory, name, with_file_metadata(part, spec), compression=self.compression)
-            )
+            try:
+                path = write_atomic(
+                    self.location,
+                    directory,
+                    name,
+                    with_file_metadata(part, spec),
+                    compression=self.compression,
+                )
+            except (OSError, pa.ArrowException) as exc:
+                # The partitions written so far are durable; hand back only the rest so a retry
+                # never writes a row twice.
+                self.files_written.extend(written)
+                remaining = pa.concat_tables([rows for _, rows in pending])
+                raise WriteFailedError(
+                    spec.name, self.location.url, exc, written, remaining
+                ) from exc
+            written.append(path)
+            pending.pop(0)
         self.files_written.extend(written)
         return written
 

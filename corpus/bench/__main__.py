@@ -1,32 +1,159 @@
-"""``python -m corpus.bench harvest``: harvest throughput figures (see corpus/bench/harvest.py)."""
+"""``python -m corpus.bench``: figures of the harvest machinery.
+
+- ``harvest``: naive loop vs pipeline, sequential vs interleaved timing, compile scaling
+  (see corpus/bench/harvest.py);
+- ``repro A [B]``: label reproducibility of two harvests (two datasets, or the latest two
+  harvests of each run in A); ``repro --harvest [--with-load]`` first harvests one tiny plan
+  twice into a temporary directory (see corpus/bench/repro.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from rich.console import Console
 
 from corpus.bench.harvest import HarvestBenchConfig, bench_harvest
+from corpus.bench.repro import describe, reproducibility
+from corpus.bench.repro_harvests import LoadHarvestFailed, ReproHarvestConfig, harvest_twice
 from corpus.settings import read_settings
+from schemas import DatasetError
+
+REPRO_FAMILIES = "add_broadcast,softmax,layernorm_fwd,matmul,cumsum,row_reduce"
 
 
-def parse(argv: list[str] | None = None) -> HarvestBenchConfig:
-    parser = argparse.ArgumentParser(prog="python -m corpus.bench", description=__doc__)
+@dataclass(frozen=True)
+class ReproDatasets:
+    """Compare harvests already written: ``a`` with ``b``, or the latest two harvests in ``a``."""
+
+    a: str
+    b: str | None
+
+
+BenchCommand = HarvestBenchConfig | ReproDatasets | ReproHarvestConfig
+
+
+def _families(text: str) -> tuple[str, ...]:
+    return tuple(f for f in text.split(",") if f)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m corpus.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    harvest = sub.add_parser("harvest", help="naive loop vs pipeline; compile scaling 1 vs N workers")
+    harvest = sub.add_parser(
+        "harvest", help="naive loop vs pipeline; sequential vs interleaved timing; compile scaling"
+    )
     harvest.add_argument("--families", default="add_broadcast,softmax,matmul")
     harvest.add_argument("--max-configs", type=int, default=4)
     harvest.add_argument("--workers", type=int, default=2)
     harvest.add_argument("--compile-tasks", type=int, default=16)
     harvest.add_argument("--target", default="sm_90")
+    harvest.add_argument(
+        "--timing-only", action="store_true", help="only sequential vs interleaved timing"
+    )
+    harvest.add_argument(
+        "--timing-rounds",
+        type=int,
+        default=2,
+        help="alternating sequential/interleaved harvests per mode (default: 2)",
+    )
+    repro = sub.add_parser(
+        "repro", help="per-run Kendall tau of two harvests' latencies; spread of repeated configs"
+    )
+    repro.add_argument(
+        "datasets", nargs="*", help="A [B]: two datasets, or one holding two harvests of each run"
+    )
+    repro.add_argument(
+        "--harvest",
+        action="store_true",
+        help="harvest one tiny plan twice into a temporary directory, then compare",
+    )
+    repro.add_argument(
+        "--with-load",
+        action="store_true",
+        help="with --harvest: a third harvest runs beside the measured ones",
+    )
+    repro.add_argument(
+        "--families", default=REPRO_FAMILIES, help=f"with --harvest (default: {REPRO_FAMILIES})"
+    )
+    repro.add_argument(
+        "--max-configs", type=int, default=6, help="with --harvest: configs per run (default: 6)"
+    )
+    repro.add_argument(
+        "--passes",
+        type=int,
+        default=None,
+        help="with --harvest: timing passes (default: the harvest's)",
+    )
+    repro.add_argument(
+        "--rep",
+        type=int,
+        default=None,
+        help="with --harvest: reps per pass (default: the harvest's)",
+    )
+    repro.add_argument(
+        "--timer", default="auto", help="with --harvest: thread_cpu (auto), process_cpu or wall"
+    )
+    repro.add_argument(
+        "--root",
+        default=None,
+        help="with --harvest: where to write the datasets (default: a new temporary directory)",
+    )
+    return parser
+
+
+def parse(argv: list[str] | None = None) -> BenchCommand:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    families = tuple(f for f in args.families.split(",") if f)
-    return HarvestBenchConfig(families, args.max_configs, args.workers, args.compile_tasks, args.target)
+    if args.command == "harvest":
+        return HarvestBenchConfig(
+            _families(args.families),
+            args.max_configs,
+            args.workers,
+            args.compile_tasks,
+            args.target,
+            timing_only=args.timing_only,
+            timing_rounds=args.timing_rounds,
+        )
+    if args.harvest:
+        if args.datasets:
+            parser.error("repro: give datasets or --harvest, not both")
+        return ReproHarvestConfig(
+            _families(args.families),
+            args.max_configs,
+            passes=args.passes,
+            rep=args.rep,
+            timer=args.timer,
+            with_load=args.with_load,
+            root=args.root,
+        )
+    if not 1 <= len(args.datasets) <= 2:
+        parser.error("repro: give one or two datasets (or --harvest)")
+    if args.with_load:
+        parser.error("repro: --with-load needs --harvest")
+    return ReproDatasets(args.datasets[0], args.datasets[1] if len(args.datasets) == 2 else None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    bench_harvest(parse(argv), read_settings(), Console())
+    command = parse(argv)
+    console = Console()
+    try:
+        if isinstance(command, HarvestBenchConfig):
+            bench_harvest(command, read_settings(), console)
+        elif isinstance(command, ReproHarvestConfig):
+            harvest_twice(command, read_settings(), console)
+        else:
+            for line in describe(reproducibility(command.a, command.b)):
+                console.print(line)
+    except (DatasetError, LoadHarvestFailed) as exc:
+        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+        return 2
     return 0
 
 

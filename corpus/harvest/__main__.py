@@ -3,14 +3,17 @@
 Every config of every selected (family, shape, dtype) is compiled for an explicit target in a
 pool of GPU-less worker processes (IR graphs and SASS statistics extracted there), checked
 against the family's torch reference, and timed on one benchmark worker per GPU — or, without
-a GPU, in Triton's CPU interpreter with wall-clock timing (device 'interpreter'; those
-latencies say nothing about GPUs). Committed runs are skipped, so rerunning the same command
-after a crash or Ctrl-C completes the rest.
+a GPU, in Triton's CPU interpreter timed by the worker's CPU time (device 'interpreter'; those
+latencies say nothing about GPUs). A run's checked configs are timed in interleaved passes
+(--passes x --rep reps each); configs with an identical binary and launch are timed once.
+Committed runs are skipped, so rerunning the same command after a crash or Ctrl-C completes
+the rest; the files a finished harvest wrote are merged (--no-compact to keep them).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from rich.console import Console
@@ -55,16 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive, default=default_workers(), help=f"compile worker processes (default: CPU cores - 1, at least 2, at most 16: {default_workers()} here)")
     p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, split by run_id (default: 0/1)")
     p.add_argument("--no-resume", dest="resume", action="store_false", help="redo runs already committed in --out (they are kept; new rows get a new harvest_id)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed launches per config (default: 10 on GPU, 1 on the interpreter)")
-    p.add_argument("--rep", type=_positive, default=None, help="timed launches per config (default: 50 on GPU, 3 on the interpreter)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed launches per config before its first timed rep (default: 10 on GPU, 0 on the interpreter, where the correctness check already ran it)")
+    p.add_argument("--passes", type=_positive, default=None, help="interleaved timing passes: each pass times every checked config of a run in a seeded random order (default: 5 on GPU, 4 on the interpreter)")
+    p.add_argument("--rep", type=_positive, default=None, help="timed launches per config in each pass (default: 10 on GPU, 1 on the interpreter)")
     p.add_argument("--compile-timeout", type=float, default=120.0, help="seconds before a compile's worker is killed (status compile_timeout)")
     p.add_argument("--bench-timeout", type=float, default=60.0, help="seconds per config (check + timing) before the benchmark worker is killed (status timeout)")
-    p.add_argument("--timer", choices=("auto", "cuda_event", "cuda_graph", "wall"), default="auto", help="GPU: cuda_event (default) or cuda_graph; the interpreter always uses wall")
+    p.add_argument("--timer", choices=("auto", "cuda_event", "cuda_graph", "thread_cpu", "process_cpu", "wall"), default="auto", help="GPU: cuda_event (default) or cuda_graph; interpreter: thread_cpu (default: CPU time of the benchmark worker, immune to other processes), process_cpu or wall")
     p.add_argument("--no-l2-flush", dest="l2_flush", action="store_false", help="do not flush L2 (>= 2x its size) before each timed rep")
     p.add_argument("--no-static-stats", dest="static_stats", action="store_false", help="skip SASS statistics from the cubin")
     p.add_argument("--flush-every", type=float, default=15.0, help="seconds between writes of finished runs (default: 15; a crash loses at most this much finished work)")
     p.add_argument("--seed", type=int, default=0, help="seed of inputs, config sampling and benchmark order (default: 0)")
     p.add_argument("--dry-run", action="store_true", help="print the planned runs and config counts, run nothing")
+    p.add_argument("--allow-empty", action="store_true", help="exit 0 when the selection plans no runs (default: that is an error)")
+    p.add_argument("--allow-repeat", action="store_true", help="run even while an identical harvest (same runs) is writing into the same --out; by default the second one stops")
+    p.add_argument("--no-compact", dest="compact", action="store_false", help="leave the files this harvest wrote as they are (default: merge them per partition at the end)")
+    p.add_argument("--record-host", action="store_true", help="record the host name in runs.hostname (default: an anonymous id, stable per machine, so the dataset can be published as it is)")
     return p
 
 
@@ -83,6 +91,7 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         shard=args.shard,
         resume=args.resume,
         warmup=args.warmup,
+        passes=args.passes,
         rep=args.rep,
         compile_timeout_s=args.compile_timeout,
         bench_timeout_s=args.bench_timeout,
@@ -90,8 +99,13 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         l2_flush=args.l2_flush,
         seed=args.seed,
         dry_run=args.dry_run,
+        allow_empty=args.allow_empty,
+        allow_repeat=args.allow_repeat,
+        compact=args.compact,
         static_stats=args.static_stats,
         flush_every_s=args.flush_every,
+        record_host=args.record_host,
+        command=shlex.join(["python", "-m", "corpus.harvest", *(sys.argv[1:] if argv is None else argv)]),
     )
 
 

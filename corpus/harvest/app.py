@@ -3,25 +3,37 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import posixpath
+import tempfile
+from dataclasses import dataclass, replace
 
 from rich.console import Console
 
 from corpus.device import DeviceFacts, cuda_facts, interpreter_facts
+from corpus.harvest.checks import (
+    check_dtypes,
+    check_plan,
+    check_target,
+    harvest_lock,
+    load_families,
+    probe_out,
+)
 from corpus.harvest.report import HarvestProgress, print_plan, print_summary
 from corpus.harvest.runner import (
     Execution,
     Harvester,
     HarvestTotals,
-    default_cache_dir,
     existing_ids,
 )
 from corpus.identity import toolchain_fingerprint
 from corpus.plan import PlannedRun, PlanRequest, plan_runs, shard
-from corpus.settings import Settings, worker_environment
-from corpus.suite.registry import load_suite, select
+from corpus.settings import Settings, triton_cache_dir, worker_environment
 from corpus.timing import l2_flush_bytes
+from schemas.card import write_card
+from schemas.compact import compact
 from schemas.enums import DEVICE_INTERPRETER, Timer
+from schemas.errors import DatasetError
+from schemas.machine import machine_label
 
 DEFAULT_IR_TARGET = "sm_90"
 INTERPRETER_EXCLUDED_DTYPES = ("bfloat16",)
@@ -44,7 +56,10 @@ class HarvestConfig:
     shard: tuple[int, int] = (0, 1)
     resume: bool = True
     warmup: int | None = None
+    passes: int | None = None
+    """Interleaved timing passes over a run's configs (None: the device's default)."""
     rep: int | None = None
+    """Timed reps per config in each pass (None: the device's default)."""
     compile_timeout_s: float = 120.0
     bench_timeout_s: float = 60.0
     timer: str = "auto"
@@ -55,6 +70,20 @@ class HarvestConfig:
     pipeline: bool = True
     lookahead: int = 2
     flush_every_s: float = 15.0
+    interleave: bool = True
+    """False: the version-1 timing schedule (benchmarks only)."""
+    dedupe: bool = True
+    """Time configs with an identical binary and launch once."""
+    compact: bool = True
+    """Merge the files this harvest wrote when it finishes."""
+    record_host: bool = False
+    """Record the host name in runs.hostname; by default an anonymous machine id."""
+    command: str = ""
+    """The command line that started the harvest, for the dataset card."""
+    allow_empty: bool = False
+    """A selection that plans no runs is an error unless this is set."""
+    allow_repeat: bool = False
+    """Run even while an identical harvest is writing into the same dataset."""
 
 
 class HarvestError(RuntimeError):
@@ -93,14 +122,33 @@ def device_facts(devices: tuple[str, ...]) -> DeviceFacts:
     return facts[0]
 
 
+INTERPRETER_TIMING = (0, 4, 1)
+"""Interpreter defaults: warmup launches, interleaved passes, reps per pass. No warmup: the
+correctness check just ran the config once, and the interpreter has no caches or clocks to
+warm, so those launches go to a fourth pass instead (five launches per config, as in
+version 1's check + 1 warmup + 3 reps)."""
+GPU_TIMING = (10, 5, 10)
+"""GPU defaults: warmup launches, interleaved passes, reps per pass (50 timed reps)."""
+INTERPRETER_TIMERS = (Timer.THREAD_CPU.value, Timer.PROCESS_CPU.value, Timer.WALL.value)
+GPU_TIMERS = (Timer.CUDA_EVENT.value, Timer.CUDA_GRAPH.value)
+
+
+def resolve_timer(requested: str, interpreter: bool) -> str:
+    """``--timer`` for the device: 'auto' is thread CPU time on the interpreter (see
+    :class:`corpus.timing.ThreadCpuTimer`) and CUDA events on a GPU."""
+    allowed = INTERPRETER_TIMERS if interpreter else GPU_TIMERS
+    if requested == "auto":
+        return allowed[0]
+    if requested not in allowed:
+        where = "the interpreter" if interpreter else "a GPU"
+        raise HarvestError(f"--timer {requested}: {where} is timed by {' or '.join(allowed)}")
+    return requested
+
+
 def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[str, ...], facts: DeviceFacts) -> Execution:
     interpreter = devices == (DEVICE_INTERPRETER,)
-    if interpreter:
-        timer = Timer.WALL.value
-        if config.timer not in ("auto", timer):
-            raise HarvestError(f"--timer {config.timer}: the interpreter can only be timed by the wall clock")
-    else:
-        timer = Timer.CUDA_EVENT.value if config.timer == "auto" else config.timer
+    timer = resolve_timer(config.timer, interpreter)
+    warmup, passes, reps_per_pass = INTERPRETER_TIMING if interpreter else GPU_TIMING
     if config.target is not None:
         target = config.target
     else:
@@ -114,8 +162,11 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
         workers=max(1, config.workers),
         compile_timeout_s=config.compile_timeout_s,
         bench_timeout_s=config.bench_timeout_s,
-        warmup=config.warmup if config.warmup is not None else (1 if interpreter else 10),
-        rep=config.rep if config.rep is not None else (3 if interpreter else 50),
+        warmup=config.warmup if config.warmup is not None else warmup,
+        passes=config.passes if config.passes is not None else passes,
+        reps_per_pass=config.rep if config.rep is not None else reps_per_pass,
+        interleave=config.interleave,
+        dedupe=config.dedupe,
         timer=timer,
         l2_flush=flush,
         l2_flush_bytes=l2_flush_bytes(facts.l2_bytes) if flush else 0,
@@ -123,7 +174,8 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
         pipeline=config.pipeline,
         lookahead=config.lookahead,
         flush_every_s=config.flush_every_s,
-        cache_dir=settings.triton_cache_dir or default_cache_dir(),
+        cache_dir=settings.triton_cache_dir,  # None: the stable per-toolchain one (run_harvest)
+        host=machine_label(record_host=config.record_host),
     )
 
 
@@ -144,12 +196,16 @@ class HarvestOutcome:
 def run_harvest(config: HarvestConfig, settings: Settings, console: Console | None = None) -> HarvestOutcome:
     """Plan, resume, shard, execute and summarize one harvest invocation."""
     console = console or Console()
+    specs = load_families(config.suite, config.families)  # bad input is refused before any work
+    check_dtypes(config.dtypes, specs)
     devices = resolve_devices(config.device)
     facts = device_facts(devices)
     interpreter = devices == (DEVICE_INTERPRETER,)
     execution = resolve_execution(config, settings, devices, facts)
-    specs = select(load_suite(config.suite), config.families or None)
+    check_target(execution.target)
     toolchain = toolchain_fingerprint(settings.codegen_env, ir_target=execution.target if interpreter else None)
+    if execution.cache_dir is None:
+        execution = replace(execution, cache_dir=triton_cache_dir(settings, toolchain))
     request = PlanRequest(
         scale=config.scale,
         dtypes=config.dtypes or None,
@@ -160,11 +216,13 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         toolchain=toolchain,
     )
     planned = shard(plan_runs(specs, request), *config.shard)
+    check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
     committed = existing_ids(config.out, "runs", "run_id") if config.resume else set()
     todo = [run for run in planned if run.run_id not in committed]
     if config.dry_run:
         print_plan(console, planned, committed, facts, execution)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
+    probe_out(config.out)
     console.print(
         f"harvest: {len(todo)} run(s) to do, {len(planned) - len(todo)} already committed; "
         f"device {facts.device_name} ({facts.arch}), IR target {execution.target}, "
@@ -173,24 +231,72 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     if not todo:
         return HarvestOutcome(planned, len(planned), None)
 
-    def environment_for(interpret: bool) -> dict[str, str]:
-        return worker_environment(settings, interpret=interpret, cache_dir=execution.cache_dir or "")
+    # The lock stops an accidental second identical harvest; workers' scratch files live in a
+    # directory this process owns and removes, even when it had to kill a worker.
+    with (
+        harvest_lock(config.out, planned, allow_repeat=config.allow_repeat) as lock_warning,
+        tempfile.TemporaryDirectory(prefix="kernel-corpus-scratch-", ignore_cleanup_errors=True) as scratch,
+    ):
+        if lock_warning:
+            console.print(f"[yellow]warning[/]: {lock_warning}", soft_wrap=True)
 
-    progress = HarvestProgress(console, todo)
-    harvester = Harvester(
-        execution,
-        specs,
-        facts,
-        toolchain,
-        versions(),
-        environment_for,
-        on_config=progress.config_done,
-        on_run=progress.run_done,
-    )
-    with progress:
-        totals = harvester.run(todo)
+        def environment_for(interpret: bool) -> dict[str, str]:
+            return worker_environment(
+                settings, interpret=interpret, cache_dir=execution.cache_dir or "", scratch_dir=scratch
+            )
+
+        progress = HarvestProgress(console, todo)
+        harvester = Harvester(
+            execution,
+            specs,
+            facts,
+            toolchain,
+            versions(),
+            environment_for,
+            on_config=progress.config_done,
+            on_run=progress.run_done,
+        )
+        with progress:
+            totals = harvester.run(todo)
     print_summary(console, totals, progress.elapsed_s, config.out)
+    if config.compact:
+        compact_own_files(config.out, harvester.writer.files_written, console)
+    refresh_card(config, console)
     return HarvestOutcome(planned, len(planned) - len(todo), totals)
+
+
+def _why_empty(config: HarvestConfig, interpreter: bool) -> list[str]:
+    """Likely reasons a selection planned no runs, for the error message."""
+    reasons = []
+    if interpreter and config.dtypes and set(config.dtypes) <= set(INTERPRETER_EXCLUDED_DTYPES):
+        reasons.append(f"{', '.join(INTERPRETER_EXCLUDED_DTYPES)} is skipped on the interpreter (NumPy has no bfloat16)")
+    if config.shard[1] > 1:
+        reasons.append(f"shard {config.shard[0]}/{config.shard[1]} holds none of the runs")
+    return reasons
+
+
+def refresh_card(config: HarvestConfig, console: Console) -> None:
+    """Write or refresh the dataset card (DIR/README.md, DIR/card.json) with this harvest's
+    command. A card that cannot be written costs no data: warn and go on."""
+    try:
+        write_card(config.out, command=config.command or None)
+    except (DatasetError, OSError) as exc:
+        console.print(f"[yellow]warning[/]: dataset card not written: {exc}", soft_wrap=True)
+
+
+def compact_own_files(out: str, written: list[str], console: Console) -> None:
+    """Merge the files this harvest wrote, per partition: a finished dataset is a handful of
+    files. Files other harvests add meanwhile are left alone (the next compaction takes them)."""
+    names = {posixpath.basename(path) for path in written}
+    if len(names) < 2:
+        return
+    try:
+        report = compact(out, only=names)
+    except DatasetError as exc:  # committed runs are safe; compaction refuses a damaged dataset
+        console.print(f"[yellow]warning[/]: not compacted: {exc}", soft_wrap=True)
+        return
+    merged = sum(result.files_before for result in report.merged)
+    console.print(f"compacted {merged} file(s) of this harvest into {len(report.merged)}")
 
 
 def default_workers() -> int:

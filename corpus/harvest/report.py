@@ -86,6 +86,22 @@ def print_plan(console: Console, runs: list[PlannedRun], committed: set[str], fa
     )
 
 
+def timing_line(totals: HarvestTotals) -> str:
+    """How the labels were taken: clock, passes x reps, configs timed once for a twin."""
+    rows = [row for result in totals.results for row in result.rows]
+    twins = sum(1 for row in rows if row.get("same_binary_as"))
+    settings = totals.results[0].timing if totals.results else {}
+    schedule = (
+        f"{settings.get('timing_passes')} interleaved pass(es) x {settings.get('reps_per_pass')} rep(s)"
+        if settings
+        else "no configs timed"
+    )
+    return (
+        f"timing: {settings.get('timer', '-')}, {schedule}; "
+        f"{twins} config(s) shared an identical binary and launch with another and were timed once"
+    )
+
+
 def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out: str, max_rows: int = 25) -> None:
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(totals.by_status.items(), key=lambda kv: -kv[1]))
     console.print(f"\n[bold]harvest finished[/]: {totals.runs_done} run(s), {totals.configs_done} config(s) in {elapsed_s:.1f} s -> {out}")
@@ -96,6 +112,7 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
         f"throughput {rate:.2f} configs/s; compile {totals.compile_s:.1f} s (summed over workers), "
         f"benchmark {totals.bench_s:.1f} s, bookkeeping {per_config_ms:.2f} ms/config"
     )
+    console.print(timing_line(totals))
     table = Table(title="best config per run")
     for column in ("run", "ok/configs", "best ms", "default ms", "speedup", "best config"):
         table.add_column(column, justify="right" if column in ("best ms", "default ms", "speedup", "ok/configs") else "left")

@@ -2,12 +2,16 @@
 device, and write every outcome through :class:`schemas.DatasetWriter`.
 
 Pipeline: compile tasks are queued in plan order up to ``lookahead`` runs ahead of the
-benchmark lanes, so devices rarely wait for the compiler. Each run's rows are written when
-the run finishes: IR tables and measurements first, the ``runs`` row last (the commit).
+benchmark lanes, so devices rarely wait for the compiler. A lane checks each config of a run
+against the reference as its compile arrives (a config whose binary and launch repeat an
+earlier one's is not run again: it shares that measurement), then times the checked configs
+in interleaved passes (:mod:`corpus.interleave`). Each run's rows are written when the run
+finishes: IR tables and measurements first, the ``runs`` row last (the commit).
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import time
@@ -15,19 +19,22 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
-from corpus.bench_worker import BenchInit, BenchOutcome, ConfigBench, RunSetup
+from corpus.bench_worker import BenchInit, BenchOutcome, ConfigCheck, RunSetup, TimeReps
 from corpus.compile_worker import CompileInit, CompileOutcome, CompileTask
 from corpus.device import DeviceFacts
 from corpus.harvest.rows import kernel_row, measurement_row, now, run_row
+from corpus.interleave import PassPlan, run_passes, run_sequential
 from corpus.plan import PlannedConfig, PlannedRun
 from corpus.suite.spec import KernelSpec
 from corpus.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
 from schemas import DatasetError, DatasetWriter, read_table
 from schemas.enums import DEVICE_INTERPRETER, Status
+from schemas.errors import WriteFailedError
 
 COMPILE_FACTORY = "corpus.compile_worker:make_handler"
 BENCH_FACTORY = "corpus.bench_worker:make_handler"
@@ -48,11 +55,18 @@ class Execution:
     compile_timeout_s: float
     bench_timeout_s: float
     warmup: int
-    rep: int
+    passes: int
+    """Interleaved timing passes over each run's checked configs (see corpus.interleave)."""
+    reps_per_pass: int
     timer: str
     l2_flush: bool
     l2_flush_bytes: int
     static_stats: bool = True
+    interleave: bool = True
+    """False: the version-1 schedule (each config timed in one go right after its check), kept
+    so ``python -m corpus.bench harvest`` can measure what interleaving costs."""
+    dedupe: bool = True
+    """Time configs with an identical binary and launch once (``same_binary_as``)."""
     pipeline: bool = True
     lookahead: int = 2
     cache_dir: str | None = None
@@ -60,6 +74,9 @@ class Execution:
     """Finished runs are buffered and written together at most this often (and at the end,
     and on interrupt): fewer, larger files. A crash loses at most this much finished work,
     which resume redoes."""
+    host: str | None = None
+    """What ``runs.hostname`` records: the host name with ``--record-host``, else this
+    machine's anonymous id (None: the anonymous id)."""
 
 
 @dataclass
@@ -69,6 +86,8 @@ class RunResult:
     compile_s: float
     bench_s: float
     bookkeeping_s: float = 0.0
+    timing: dict[str, Any] = field(default_factory=dict)
+    """The run's timing settings as ``runs`` records them (timer, timing_passes, ...)."""
 
 
 @dataclass
@@ -152,17 +171,25 @@ class BenchLane:
     """One benchmark worker process on one device, benchmarking runs one after another."""
 
     def __init__(self, device: str, execution: Execution, environment: Mapping[str, str]) -> None:
-        init = BenchInit(execution.suite, device, execution.timer, execution.warmup, execution.rep, execution.l2_flush)
+        init = BenchInit(execution.suite, device, execution.timer, execution.warmup, execution.l2_flush)
         self.worker = WorkerProcess(f"bench-{device}", BENCH_FACTORY, init, environment)
         self.timeout_s = execution.bench_timeout_s
         self.prepared: RunSetup | None = None
 
-    def bench(self, setup: RunSetup, config: PlannedConfig) -> BenchOutcome:
+    def check(self, setup: RunSetup, planned: PlannedConfig, binary_hash: str | None) -> BenchOutcome:
+        """Launch once and compare with the reference."""
+        return self._call(setup, ConfigCheck(planned.config, binary_hash))
+
+    def time(self, setup: RunSetup, planned: PlannedConfig, reps: int) -> BenchOutcome:
+        """``reps`` timed reps of a checked config (its warmup on the first call of the run)."""
+        return self._call(setup, TimeReps(planned.config, reps))
+
+    def _call(self, setup: RunSetup, request: ConfigCheck | TimeReps) -> BenchOutcome:
         try:
-            if self.prepared != setup:
+            if self.prepared != setup:  # also after a respawn: a fresh worker knows no run
                 self.worker.call(setup, self.timeout_s)
                 self.prepared = setup
-            outcome: BenchOutcome = self.worker.call(ConfigBench(config.config), self.timeout_s)
+            outcome: BenchOutcome = self.worker.call(request, self.timeout_s)
         except WorkerTimeout:
             self.prepared = None
             return BenchOutcome(Status.TIMEOUT.value, f"no result within {self.timeout_s:g} s; benchmark worker killed")
@@ -212,14 +239,16 @@ class Harvester:
         self.known_ir = existing_ids(execution.out, "ir_graphs", "ir_id")
         self.known_kernels = existing_ids(execution.out, "kernels", "kernel_id")
         self.pool = CompilePool(execution, environment_for(False))
-        interpret = execution.devices == (DEVICE_INTERPRETER,)
-        self.lanes = [BenchLane(d, execution, environment_for(interpret)) for d in execution.devices]
+        self.interpreter = execution.devices == (DEVICE_INTERPRETER,)
+        self.lanes = [BenchLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
         self.bench_settings = {
             "timer": execution.timer,
             "l2_flush": execution.l2_flush,
             "l2_flush_bytes": execution.l2_flush_bytes,
             "warmup": execution.warmup,
-            "rep": execution.rep,
+            "rep": execution.passes * execution.reps_per_pass,
+            "timing_passes": execution.passes if execution.interleave else 1,
+            "reps_per_pass": execution.reps_per_pass if execution.interleave else execution.passes * execution.reps_per_pass,
         }
 
     # -- compile scheduling ---------------------------------------------------------------
@@ -234,39 +263,114 @@ class Harvester:
 
     # -- one run ----------------------------------------------------------------------------
 
+    def _identity(self, compiled: CompileOutcome) -> tuple[str, ...] | None:
+        """What a config executes on this harvest's device; configs of a run that agree are
+        timed once. The interpreter runs the Python source and ignores num_warps, num_stages,
+        num_ctas and maxnreg, so there the grid and every argument identify the program; on a
+        GPU it is the binary and the launch (grid, runtime arguments)."""
+        if not self.execution.dedupe:
+            return None
+        if self.interpreter:
+            return (compiled.program_key,) if compiled.program_key else None
+        if compiled.binary_hash and compiled.launch_key:
+            return (compiled.binary_hash, compiled.launch_key)
+        return None
+
     def _execute_run(
         self, lane: BenchLane, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]] | None
     ) -> RunResult | None:
+        """Check every config as its compile arrives (identical ones once), then time the
+        checked ones in interleaved passes; returns None when the harvest is stopping."""
         started = now()
+        host_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         setup = RunSetup(run.family, run.dims, run.dtype, run.seed)
-        outcomes: list[tuple[PlannedConfig, CompileOutcome | None, BenchOutcome | None]] = []
+        compiled_of: dict[str, CompileOutcome | None] = {}
+        bench_of: dict[str, BenchOutcome | None] = {}
+        twins: dict[str, str] = {}
+        """config_id -> config_id of the identical config that was checked and timed instead."""
+        seen: dict[tuple[str, ...], str] = {}
+        checked: dict[str, PlannedConfig] = {}
+        plan = PassPlan(self.execution.passes, self.execution.reps_per_pass, run.seed)
         compile_s = bench_s = 0.0
+
+        def time_reps(config_id: str, reps: int) -> list[float] | None:
+            if self.stop.is_set():  # the run is dropped anyway; do not respawn a killed worker
+                return None
+            outcome = lane.time(setup, checked[config_id], reps)
+            if outcome.status == Status.OK.value:
+                return outcome.samples_ms
+            check = bench_of[config_id]
+            outcome.max_abs_error = check.max_abs_error if check else None
+            bench_of[config_id] = outcome
+            return None
+
         for planned in run.configs:
             if self.stop.is_set():
                 return None
+            config_id = planned.config.id
+            compiled_of[config_id] = bench_of[config_id] = None
             if planned.skip_reason is not None:
-                outcomes.append((planned, None, None))
                 self.on_config(Status.SKIPPED.value)
                 continue
             if compiles is None:  # naive mode: compile, then benchmark, one config at a time
                 compiled = self.pool.submit(self._task(run, planned)).result()
             else:
-                compiled = compiles[planned.config.id].result()
+                compiled = compiles[config_id].result()
+            compiled_of[config_id] = compiled
             compile_s += compiled.compile_time_s or 0.0
-            bench = None
-            if compiled.status == Status.OK.value:
-                started_bench = time.perf_counter()
-                bench = lane.bench(setup, planned)
-                bench_s += time.perf_counter() - started_bench
-            outcomes.append((planned, compiled, bench))
-            self.on_config(bench.status if bench else compiled.status)
+            if compiled.status != Status.OK.value:
+                self.on_config(compiled.status)
+                continue
+            identity = self._identity(compiled)
+            if identity is not None and identity in seen:
+                twins[config_id] = seen[identity]
+                continue
+            if identity is not None:
+                seen[identity] = config_id
+            begin = time.perf_counter()
+            bench_of[config_id] = check = lane.check(setup, planned, compiled.binary_hash)
+            if check.status == Status.OK.value:
+                checked[config_id] = planned
+                if not self.execution.interleave:
+                    self._keep_samples(bench_of, run_sequential([config_id], time_reps, plan))
+            else:
+                self.on_config(check.status)
+            bench_s += time.perf_counter() - begin
+        if self.execution.interleave and checked:
+            begin = time.perf_counter()
+            self._keep_samples(bench_of, run_passes(list(checked), time_reps, plan))
+            bench_s += time.perf_counter() - begin
+        for config_id, twin in twins.items():
+            bench_of[config_id] = bench_of[twin]
+        for config_id in [*checked, *twins]:
+            outcome = bench_of[config_id]
+            self.on_config(outcome.status if outcome else Status.RUNTIME_ERROR.value)
         if self.stop.is_set():
             return None
-        return self._write_run(run, outcomes, started, compile_s, bench_s)
+        outcomes = [(p, compiled_of[p.config.id], bench_of[p.config.id]) for p in run.configs]
+        return self._write_run(run, outcomes, started, compile_s, bench_s, twins=twins, host_load=host_load)
 
-    def _write_run(self, run, outcomes, started, compile_s: float, bench_s: float) -> RunResult:
+    @staticmethod
+    def _keep_samples(bench_of: dict[str, BenchOutcome | None], samples: Mapping[str, list[float]]) -> None:
+        for config_id, taken in samples.items():
+            outcome = bench_of[config_id]
+            assert outcome is not None
+            outcome.samples_ms = taken
+
+    def _write_run(
+        self,
+        run: PlannedRun,
+        outcomes: list[tuple[PlannedConfig, CompileOutcome | None, BenchOutcome | None]],
+        started: datetime,
+        compile_s: float,
+        bench_s: float,
+        *,
+        twins: Mapping[str, str],
+        host_load: float | None,
+    ) -> RunResult:
         begin = time.perf_counter()
-        rows = [measurement_row(run, p, self.harvest_id, self.facts.arch, c, b) for p, c, b in outcomes]
+        arch = self.facts.arch
+        rows = [measurement_row(run, p, self.harvest_id, arch, c, b, twins.get(p.config.id)) for p, c, b in outcomes]
         spec = self.specs[run.family]
         run_record = run_row(
             run,
@@ -274,11 +378,13 @@ class Harvester:
             self.facts,
             self.versions,
             self.toolchain,
-            self.bench_settings,
+            {**self.bench_settings, "host_load_1m": host_load},
             rows,
             spec.flops(run.dims),
             spec.bytes_moved(run.dims, run.dtype),
             started,
+            host=self.execution.host,
+            ir_target=self.execution.target,
         )
         with self.write_lock:
             for _, compiled, _ in outcomes:
@@ -292,7 +398,7 @@ class Harvester:
                 self.buffer["kernels"].append(pa.Table.from_pylist([kernel_row(spec, type(spec).__module__)]))
             self.buffer["measurements"].extend(rows)
             self.buffer["runs"].append(run_record)
-            result = RunResult(run, rows, compile_s, bench_s, time.perf_counter() - begin)
+            result = RunResult(run, rows, compile_s, bench_s, time.perf_counter() - begin, timing=self.bench_settings)
             self._count(result)
             if time.monotonic() - self.last_flush >= self.execution.flush_every_s:
                 self._flush_locked()  # accounts its own time
@@ -305,18 +411,27 @@ class Harvester:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
+        """Write the buffers table by table (``runs`` last). Idempotent under failure: each
+        table's buffer is emptied as soon as its rows are durable, and a write that fails
+        part-way leaves only its unwritten rows buffered, so a retried flush (the final one
+        after an error, or the next periodic one) never writes a row twice."""
         begin = time.perf_counter()
-        for name in ("kernels", *IR_TABLES):
-            pieces = self.buffer[name]
-            if pieces:
-                self.writer.write(name, pa.concat_tables(pieces, promote_options="permissive"))
-        if self.buffer["measurements"]:
-            self.writer.write("measurements", self.buffer["measurements"])
-        if self.buffer["runs"]:
-            self.writer.commit_run(self.buffer["runs"])
-        self.buffer = {name: [] for name in BUFFERED_TABLES}
+        try:
+            for name in ("kernels", *IR_TABLES, "measurements", "runs"):
+                pieces = self.buffer[name]
+                if not pieces:
+                    continue
+                rows = pa.concat_tables(pieces, promote_options="permissive") if name in ("kernels", *IR_TABLES) else pieces
+                try:
+                    self.writer.write(name, rows)
+                except WriteFailedError as exc:
+                    left = exc.remaining
+                    self.buffer[name] = [left] if isinstance(rows, pa.Table) else left.to_pylist()
+                    raise
+                self.buffer[name] = []
+        finally:
+            self.totals.bookkeeping_s += time.perf_counter() - begin
         self.last_flush = time.monotonic()
-        self.totals.bookkeeping_s += time.perf_counter() - begin
 
     def _count(self, result: RunResult) -> None:
         totals = self.totals

@@ -58,7 +58,9 @@ class CheckCommand:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m corpus.suite", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m corpus.suite", description=__doc__.split("\n\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     def add_suite(sub: argparse.ArgumentParser) -> None:
@@ -71,7 +73,9 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="table of families with config/shape/run counts")
     add_suite(listing)
-    listing.add_argument("--scale", choices=SCALES, default="default", help="scale the run counts refer to")
+    listing.add_argument(
+        "--scale", choices=SCALES, default="default", help="scale the run counts refer to"
+    )
 
     show = commands.add_parser("show", help="one family: config space, default config, shapes")
     add_suite(show)
@@ -79,20 +83,35 @@ def _parser() -> argparse.ArgumentParser:
 
     doc = commands.add_parser("doc", help="rewrite the families table of the suite document")
     add_suite(doc)
-    doc.add_argument("--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers")
+    doc.add_argument(
+        "--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers"
+    )
     doc.add_argument("--scale", choices=SCALES, default="default")
 
-    check = commands.add_parser("check", help="run configs once and compare with the torch reference")
+    check = commands.add_parser(
+        "check", help="run configs once and compare with the torch reference"
+    )
     add_suite(check)
     check.add_argument("names", nargs="*", help="families to check (default: all)")
     check.add_argument("--scale", choices=SCALES, default="tiny")
     check.add_argument(
-        "--device", default="cpu", help="'cpu' runs Triton's interpreter (float32/float16 only); or 'cuda'"
+        "--device",
+        default="cpu",
+        help="'cpu' runs Triton's interpreter (float32/float16 only); or 'cuda'",
     )
-    check.add_argument("--samples", type=int, default=3, help="valid configs sampled per family besides the default")
+    check.add_argument(
+        "--samples",
+        type=int,
+        default=3,
+        help="valid configs sampled per family besides the default",
+    )
     check.add_argument("--seed", type=int, default=0)
-    check.add_argument("--all", dest="every_config", action="store_true", help="check every valid config")
-    check.add_argument("--json", dest="json_path", type=Path, help="also write the results as JSON here")
+    check.add_argument(
+        "--all", dest="every_config", action="store_true", help="check every valid config"
+    )
+    check.add_argument(
+        "--json", dest="json_path", type=Path, help="also write the results as JSON here"
+    )
     return parser
 
 
@@ -140,25 +159,49 @@ def _check(command: CheckCommand, console: Console) -> bool:
     from corpus.suite.report import check_table
 
     specs = select(load_suite(command.suites), command.names)
-    compiled = [name for name, spec in specs.items() if type(spec.kernel).__name__ != "InterpretedFunction"]
+    compiled = [
+        name for name, spec in specs.items() if type(spec.kernel).__name__ != "InterpretedFunction"
+    ]
     if command.device == "cpu" and compiled:
         raise RuntimeError(
             f"kernels of {', '.join(compiled)} were imported before the interpreter was selected; "
             "run the check in a fresh process (or set TRITON_INTERPRET=1 before importing them)"
         )
+    broken = _contract(specs, console)
     dtypes = INTERPRETER_DTYPES if command.device == "cpu" else None
     results = check_suite(
-        specs, command.scale, command.device, dtypes, command.samples, command.seed, command.every_config
+        specs,
+        command.scale,
+        command.device,
+        dtypes,
+        command.samples,
+        command.seed,
+        command.every_config,
     )
     console.print(check_table(results))
     for r in results:
         if not r.ok:
-            console.print(f"[red]FAIL[/] {r.family} {r.shape} {r.dtype} {r.config}: {r.error}", highlight=False)
+            console.print(
+                f"[red]FAIL[/] {r.family} {r.shape} {r.dtype} {r.config}: {r.error}",
+                highlight=False,
+            )
     failed = sum(not r.ok for r in results)
     console.print(f"{len(results) - failed} passed, {failed} failed, {len(specs)} families")
     if command.json_path is not None:
         command.json_path.write_text(json.dumps([r.as_dict() for r in results], indent=1))
-    return failed == 0
+    return failed == 0 and not broken
+
+
+def _contract(specs: dict, console: Console) -> int:
+    """Print every contract problem of the selected families (any suite); their count."""
+    from corpus.suite.contract import contract_problems
+
+    problems = [problem for spec in specs.values() for problem in contract_problems(spec)]
+    for problem in problems:
+        console.print(f"[red]CONTRACT[/] {problem}", highlight=False)
+    if problems:
+        console.print(f"{len(problems)} contract problem(s) (see 'The KernelSpec contract' in the README)")
+    return len(problems)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -175,7 +218,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_doc(DocCommand(suites, args.path, args.scale), console)
         else:
             command = CheckCommand(
-                suites, tuple(args.names), args.scale, args.device, args.samples, args.seed, args.every_config, args.json_path
+                suites,
+                tuple(args.names),
+                args.scale,
+                args.device,
+                args.samples,
+                args.seed,
+                args.every_config,
+                args.json_path,
             )
             return 0 if run_check(command, console) else 1
     except (KeyError, ModuleNotFoundError, RuntimeError) as exc:

@@ -87,7 +87,9 @@ def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> C
         spec.launch(inputs, case.dims, case.config)
         _synchronize(device)
         seconds = time.perf_counter() - started
-        problems = spec.mismatches({name: inputs[name] for name in spec.outputs}, expected, case.dtype)
+        problems = spec.mismatches(
+            {name: inputs[name] for name in spec.outputs}, expected, case.dtype
+        )
         error = "; ".join(f"{name}: {why}" for name, why in problems.items()) or None
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
@@ -111,7 +113,9 @@ def _synchronize(device: str) -> None:
 
 
 def _copy_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: value.clone() if hasattr(value, "clone") else value for name, value in inputs.items()}
+    return {
+        name: value.clone() if hasattr(value, "clone") else value for name, value in inputs.items()
+    }
 
 
 def check_suite(
@@ -129,7 +133,6 @@ def check_suite(
         for case in plan_cases(spec, scale, dtypes, samples, seed, every_config):
             results.append(run_case(spec, case, device, seed))
     return results
-
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,9 @@ class CompilePlan:
         return self.space - len(self.invalid)
 
 
-def plan_compiles(spec: KernelSpec, scale: str = "default", dtype: str | None = None) -> CompilePlan:
+def plan_compiles(
+    spec: KernelSpec, scale: str = "default", dtype: str | None = None
+) -> CompilePlan:
     """Compile every config of ``spec`` once, on the smallest shape of ``scale`` (by bytes
     moved) where it is valid, in ``dtype`` (default: the family's first). Configs whose
     constexpr values and compile options coincide share one job: they are the same binary."""
@@ -179,7 +184,10 @@ def plan_compiles(spec: KernelSpec, scale: str = "default", dtype: str | None = 
             continue
         dims = shapes[reasons.index(None)]
         _, args = spec.bind(spec.make_inputs(dims, dtype, "meta", 0), dims, config)
-        key = (tuple(sorted((n, args[n]) for n in constexprs)), tuple(sorted(config.compile_options().items())))
+        key = (
+            tuple(sorted((n, args[n]) for n in constexprs)),
+            tuple(sorted(config.compile_options().items())),
+        )
         seen = jobs.get(key)
         if seen is None:
             jobs[key] = CompileJob(spec.name, dims, dtype, config, 1)
@@ -188,7 +196,9 @@ def plan_compiles(spec: KernelSpec, scale: str = "default", dtype: str | None = 
     return CompilePlan(spec.name, len(spec.config_space()), list(jobs.values()), invalid, len(jobs))
 
 
-def limit_jobs(plan: CompilePlan, limit: int, default: Config | None = None, seed: int = 0) -> CompilePlan:
+def limit_jobs(
+    plan: CompilePlan, limit: int, default: Config | None = None, seed: int = 0
+) -> CompilePlan:
     """At most ``limit`` of the plan's jobs (all when ``limit <= 0``), chosen to cover every
     value of every knob at least once where the limit allows: the default config first, then
     jobs that add an uncovered (knob, value), then a seeded random fill."""
@@ -244,4 +254,11 @@ def compile_job(suites: Sequence[str], job: CompileJob, target: str = "sm_90") -
         error = None
     except Exception as exc:
         error = f"{type(exc).__name__}: {str(exc)[:2000]}"
-    return CompileOutcome(job.family, job.config.launch, job.covers, error is None, error, time.perf_counter() - started)
+    return CompileOutcome(
+        job.family,
+        job.config.launch,
+        job.covers,
+        error is None,
+        error,
+        time.perf_counter() - started,
+    )

@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 
-from corpus.suite.spec import CATEGORIES, KernelSpec
+from corpus.suite.spec import CATEGORIES, KernelSpec, declaration_problems
 
 BUILTIN_SUITE = "corpus.suite.kernels"
 
@@ -22,27 +22,46 @@ def register(cls: type[KernelSpec]) -> type[KernelSpec]:
     """Class decorator: instantiate the family and add it to the registry."""
     for attr in ("name", "category", "dtypes", "shapes", "outputs"):
         if not hasattr(cls, attr):
-            raise TypeError(f"kernel family {cls.__qualname__} does not set class attribute {attr!r}")
+            raise TypeError(
+                f"kernel family {cls.__qualname__} does not set class attribute {attr!r}"
+            )
     if cls.category not in CATEGORIES:
-        raise ValueError(f"kernel family {cls.name!r}: unknown category {cls.category!r}; expected one of {CATEGORIES}")
+        raise ValueError(
+            f"kernel family {cls.name!r}: unknown category {cls.category!r}; expected one of {CATEGORIES}"
+        )
     existing = _REGISTRY.get(cls.name)
     if existing is not None and type(existing).__qualname__ != cls.__qualname__:
         raise ValueError(
             f"kernel family name {cls.name!r} registered twice: by {type(existing).__module__} and {cls.__module__}"
         )
-    _REGISTRY[cls.name] = cls()
+    spec = cls()
+    problems = declaration_problems(spec)
+    if problems:
+        raise ValueError(f"kernel family {cls.name!r}: " + "; ".join(problems))
+    _REGISTRY[cls.name] = spec
     return cls
 
 
-def _import_tree(module_name: str) -> list[str]:
+def _import_suite_module(module_name: str) -> object:
+    """Import one module of a suite; a failure names the module and what it could not import
+    (a third-party suite often needs its project installed)."""
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
+        missing = f" (missing dependency: {exc.name})" if exc.name and exc.name != module_name else ""
+        raise ModuleNotFoundError(
+            f"suite module {module_name!r} cannot be imported: {exc}{missing}"
+        ) from exc
+    except ImportError as exc:
         raise ModuleNotFoundError(f"suite module {module_name!r} cannot be imported: {exc}") from exc
-    names = [module.__name__]
+
+
+def _import_tree(module_name: str) -> list[str]:
+    module = _import_suite_module(module_name)
+    names = [module.__name__]  # type: ignore[attr-defined]
     if hasattr(module, "__path__"):
-        for info in pkgutil.walk_packages(module.__path__, prefix=module.__name__ + "."):
-            importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(module.__path__, prefix=names[0] + "."):
+            _import_suite_module(info.name)
             names.append(info.name)
     return names
 
@@ -64,5 +83,7 @@ def select(specs: dict[str, KernelSpec], names: Iterable[str] | None) -> dict[st
     wanted = list(names)
     unknown = [n for n in wanted if n not in specs]
     if unknown:
-        raise KeyError(f"unknown kernel famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(specs)}")
+        raise KeyError(
+            f"unknown kernel famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(specs)}"
+        )
     return {n: specs[n] for n in wanted}

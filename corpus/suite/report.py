@@ -92,12 +92,16 @@ def list_table(specs: Mapping[str, KernelSpec], scale: str) -> Table:
     """One row per family plus a totals footer, for ``python -m corpus.suite list``."""
     summaries = [summarize(spec, scale) for spec in specs.values()]
     total = totals(summaries, scale)
-    table = Table(title=f"kernel suite — runs and valid configs at scale '{scale}'", show_footer=True)
+    table = Table(
+        title=f"kernel suite — runs and valid configs at scale '{scale}'", show_footer=True
+    )
     table.add_column("family", footer=f"{total.families} families")
     table.add_column("category", footer=f"{len({s.category for s in summaries})} categories")
     table.add_column("configs", justify="right", footer=str(sum(s.configs for s in summaries)))
     shape_footer = "/".join(str(sum(s.shapes[each] for s in summaries)) for each in SCALES)
-    table.add_column("shapes " + "/".join(each[0] for each in SCALES), justify="right", footer=shape_footer)
+    table.add_column(
+        "shapes " + "/".join(each[0] for each in SCALES), justify="right", footer=shape_footer
+    )
     table.add_column("dtypes")
     table.add_column("runs", justify="right", footer=str(total.runs))
     table.add_column("valid configs", justify="right", footer=str(total.valid_configs))
@@ -152,9 +156,12 @@ def show_family(spec: KernelSpec) -> Group:
     header.add_row("outputs", ", ".join(spec.outputs))
     header.add_row("mutated", ", ".join(spec.mutated) or "none")
     header.add_row("config space", f"{len(space)} configs")
+    meta = {name for config in space for name in config.kwargs}
     for knob, values in config_space_summary(space).items():
-        header.add_row(f"  {knob}", ", ".join(str(v) for v in values))
+        role = f"  (role {spec.role_of(knob)})" if knob in meta else ""
+        header.add_row(f"  {knob}", ", ".join(str(v) for v in values) + role)
     header.add_row("default config", default.launch)
+    header.add_row("flag dims", ", ".join(spec.flag_dims) or "none")
 
     shapes = Table(title="shapes: flops and bytes moved per launch, valid configs, per dtype")
     shapes.add_column("scale")
@@ -232,18 +239,35 @@ def families_markdown(specs: Mapping[str, KernelSpec], scale: str = "default") -
     configs at ``scale``, with a totals row."""
     summaries = {name: summarize(spec, scale) for name, spec in specs.items()}
     lines = [
-        f"| family | category | computes | knobs | runs ({scale}) | valid configs ({scale}) |",
-        "| --- | --- | --- | --- | ---: | ---: |",
+        f"| family | category | computes | knobs (role) | flag dims | runs ({scale}) | valid configs ({scale}) |",
+        "| --- | --- | --- | --- | --- | ---: | ---: |",
     ]
-    for name, spec in sorted(specs.items(), key=lambda item: (CATEGORY_ORDER.get(item[1].category, 99), item[0])):
-        knobs = ", ".join(k for k, v in config_space_summary(spec.config_space()).items() if len(v) > 1)
+    for name, spec in sorted(
+        specs.items(), key=lambda item: (CATEGORY_ORDER.get(item[1].category, 99), item[0])
+    ):
         s = summaries[name]
+        flags = ", ".join(spec.flag_dims) or "-"
         lines.append(
-            f"| `{name}` | {spec.category} | {family_description(spec)} | {knobs} | {s.runs} | {s.valid_configs} |"
+            f"| `{name}` | {spec.category} | {family_description(spec)} | {knobs_with_roles(spec)} | {flags} "
+            f"| {s.runs} | {s.valid_configs} |"
         )
     total = totals(list(summaries.values()), scale)
-    lines.append(f"| **{total.families} families** | | | | **{total.runs}** | **{total.valid_configs}** |")
+    lines.append(
+        f"| **{total.families} families** | | | | | **{total.runs}** | **{total.valid_configs}** |"
+    )
     return "\n".join(lines)
+
+
+def knobs_with_roles(spec: KernelSpec) -> str:
+    """The tuned knobs of ``spec`` (more than one value in its space), each meta-parameter
+    with its role: ``BLOCK_M (tile_m), num_warps``."""
+    space = spec.config_space()
+    meta = {name for config in space for name in config.kwargs}
+    return ", ".join(
+        f"{knob} ({spec.role_of(knob)})" if knob in meta else knob
+        for knob, values in config_space_summary(space).items()
+        if len(values) > 1
+    )
 
 
 CATEGORY_ORDER = {category: i for i, category in enumerate(CATEGORIES)}

@@ -55,7 +55,9 @@ class Config:
     maxnreg: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return config_dict(self.kwargs, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg)
+        return config_dict(
+            self.kwargs, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg
+        )
 
     @property
     def id(self) -> str:
@@ -65,11 +67,17 @@ class Config:
     @property
     def launch(self) -> str:
         """The ``triton.Config(...)`` expression of this config."""
-        return launch_string(self.kwargs, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg)
+        return launch_string(
+            self.kwargs, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg
+        )
 
     def compile_options(self) -> dict[str, int]:
         """Keyword options Triton takes at launch/compile time."""
-        options = {"num_warps": self.num_warps, "num_stages": self.num_stages, "num_ctas": self.num_ctas}
+        options = {
+            "num_warps": self.num_warps,
+            "num_stages": self.num_stages,
+            "num_ctas": self.num_ctas,
+        }
         if self.maxnreg is not None:
             options["maxnreg"] = self.maxnreg
         return options
@@ -153,14 +161,18 @@ def _generator(device: str, seed: int) -> Any:
     return generator
 
 
-def seeded_randn(shape: Sequence[int], dtype: str, device: str, seed: int, scale: float = 1.0) -> Any:
+def seeded_randn(
+    shape: Sequence[int], dtype: str, device: str, seed: int, scale: float = 1.0
+) -> Any:
     """Normal(0, scale**2) tensor, reproducible per (device type, seed); on ``device="meta"``
     an uninitialized meta tensor."""
     import torch
 
     if str(device) == "meta":
         return torch.empty(tuple(shape), dtype=torch_dtype(dtype), device="meta")
-    values = torch.randn(tuple(shape), generator=_generator(device, seed), device=device, dtype=torch.float32)
+    values = torch.randn(
+        tuple(shape), generator=_generator(device, seed), device=device, dtype=torch.float32
+    )
     return (values * scale).to(torch_dtype(dtype))
 
 
@@ -172,17 +184,28 @@ def seeded_uniform(
 
     if str(device) == "meta":
         return torch.empty(tuple(shape), dtype=torch_dtype(dtype), device="meta")
-    values = torch.rand(tuple(shape), generator=_generator(device, seed), device=device, dtype=torch.float32)
+    values = torch.rand(
+        tuple(shape), generator=_generator(device, seed), device=device, dtype=torch.float32
+    )
     return (low + (high - low) * values).to(torch_dtype(dtype))
 
 
-def seeded_randint(shape: Sequence[int], high: int, device: str, seed: int, dtype: str = "int64") -> Any:
+def seeded_randint(
+    shape: Sequence[int], high: int, device: str, seed: int, dtype: str = "int64"
+) -> Any:
     """Integers uniform in [0, high), reproducible per (device type, seed); meta-safe."""
     import torch
 
     if str(device) == "meta":
         return torch.empty(tuple(shape), dtype=torch_dtype(dtype), device="meta")
-    return torch.randint(0, high, tuple(shape), generator=_generator(device, seed), device=device, dtype=torch_dtype(dtype))
+    return torch.randint(
+        0,
+        high,
+        tuple(shape),
+        generator=_generator(device, seed),
+        device=device,
+        dtype=torch_dtype(dtype),
+    )
 
 
 def output_buffer(shape: Sequence[int], dtype: str, device: str) -> Any:
@@ -225,12 +248,24 @@ class KernelSpec(ABC):
     """Input arguments the kernel modifies in place (also in ``outputs``): the harvest
     snapshots them once and restores them before every launch, outside the timed region."""
     roles: ClassVar[Mapping[str, str]] = {}
-    """Role of each meta-parameter across families (values of :class:`schemas.enums.Role`:
-    tile_m, tile_n, tile_k, reduction_block, split, programs, group, rows_per_program), so a
-    model can line up BLOCK_N of one family with BLOCK_V of another. Unlisted ones are
-    ``other``."""
+    """Role of each meta-parameter across families (values of :class:`schemas.enums.Role`), so
+    a model can line up BLOCK_N of one family with BLOCK_V of another. Unlisted ones are
+    ``other``. The roles:
+
+    - ``tile_m``: rows of the output tile one program computes (rows, tokens, queries);
+    - ``tile_n``: columns of that tile, and the whole block of a one-dimensional kernel;
+    - ``tile_k``: step of the contraction loop feeding a multiply-accumulate (K of a matmul
+      or GEMV, the keys of attention);
+    - ``reduction_block``: chunk of any other reduction or scan a program loops over (the
+      row chunk of softmax, norms, argmax, cumsum; the row chunk of a column sum);
+    - ``split``: programs that share one reduction (split-K);
+    - ``programs``: number of programs, set by the knob itself (persistent kernels);
+    - ``group``: programs grouped along M when the program order is swizzled for L2 reuse;
+    - ``rows_per_program``: rows one program handles one after another;
+    - ``other``: no counterpart in other families."""
     flag_dims: ClassVar[tuple[str, ...]] = ()
-    """Names in a shape's dims that are mode switches (TRANS_B, RESIDUAL, ...), not sizes."""
+    """Names in a shape's dims that are mode switches (TRANS_B, RESIDUAL, ...), not sizes:
+    each must be in every shape's dims. Everything else in the dims is a size."""
 
     @property
     @abstractmethod
@@ -253,7 +288,9 @@ class KernelSpec(ABC):
         Must also work on ``device="meta"``."""
 
     @abstractmethod
-    def bind(self, inputs: Mapping[str, Any], dims: Dims, config: Config) -> tuple[tuple[int, ...], dict[str, Any]]:
+    def bind(
+        self, inputs: Mapping[str, Any], dims: Dims, config: Config
+    ) -> tuple[tuple[int, ...], dict[str, Any]]:
         """The launch grid and every argument of ``kernel`` by name, meta-parameters included."""
 
     @abstractmethod
@@ -281,7 +318,9 @@ class KernelSpec(ABC):
         step). Default: :meth:`tolerance` of the family's dtype."""
         return self.tolerance(dtype)
 
-    def mismatches(self, actual: Mapping[str, Any], expected: Mapping[str, Any], dtype: str) -> dict[str, str]:
+    def mismatches(
+        self, actual: Mapping[str, Any], expected: Mapping[str, Any], dtype: str
+    ) -> dict[str, str]:
         """Compare every name in ``outputs``: ``{name: why}`` for each output that does not
         match ``expected`` within :meth:`output_tolerance` (empty when all match). Values are
         compared as float64 on the CPU, NaNs equal, shapes exactly."""
@@ -317,11 +356,13 @@ class KernelSpec(ABC):
         return self.kernel[grid](**args, **config.compile_options())
 
     def role_of(self, name: str) -> str:
-        """Role of meta-parameter ``name`` (``other`` when the family does not say)."""
+        """Role of meta-parameter ``name`` as its text (``other`` when the family does not say)."""
         role = self.roles.get(name, Role.OTHER.value)
         if role not in ROLES:
-            raise ValueError(f"{self.name}: meta-parameter {name!r} has unknown role {role!r}; known: {', '.join(ROLES)}")
-        return role
+            raise ValueError(
+                f"{self.name}: meta-parameter {name!r} has unknown role {role!r}; known: {', '.join(ROLES)}"
+            )
+        return Role(role).value
 
     def problem_sizes(self, dims: Dims) -> dict[str, int]:
         """The dims that are sizes (everything but :attr:`flag_dims`)."""
@@ -338,3 +379,34 @@ class KernelSpec(ABC):
         if scale not in SCALES:
             raise ValueError(f"unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
         return list(self.shapes.get(scale, ()))
+
+
+def declaration_problems(spec: KernelSpec) -> list[str]:
+    """What is wrong with the role and flag declarations of ``spec`` (empty when nothing):
+    roles outside :class:`schemas.enums.Role`, roles of names that are not constexpr
+    parameters of the kernel, flag dims missing from a shape. Cheap: no config space, no
+    tensors, so :func:`corpus.suite.registry.register` runs it on every family."""
+    problems = [
+        f"meta-parameter {name!r} has unknown role {role!r} (known: {', '.join(ROLES)})"
+        for name, role in spec.roles.items()
+        if role not in ROLES
+    ]
+    params = getattr(spec.kernel, "params", None) if spec.roles else None
+    if params is not None:
+        constexprs = {p.name for p in params if getattr(p, "is_constexpr", False)}
+        problems += [
+            f"roles names {name!r}, which is not a constexpr parameter of the kernel"
+            for name in spec.roles
+            if name not in constexprs
+        ]
+    if isinstance(spec.flag_dims, str):
+        problems.append(f"flag_dims must be a tuple of names, not the string {spec.flag_dims!r}")
+    else:
+        for scale, shapes in spec.shapes.items():
+            for dims in shapes:
+                missing = [flag for flag in spec.flag_dims if flag not in dims]
+                if missing:
+                    problems.append(
+                        f"flag dim(s) {', '.join(missing)} missing from {scale} shape {shape_name(dims)}"
+                    )
+    return problems

@@ -291,3 +291,59 @@ def test_warp_specialize_partitions_are_generic_regions(caplog: pytest.LogCaptur
     assert (counts["num_nodes"], counts["num_region_edges"], counts["num_data_edges"]) == (14, 8, 7)
     assert (counts["num_loads"], counts["num_stores"], counts["max_depth"]) == (1, 1, 3)
     assert graph.nodes[3].attrs_json == '{"warpGroupStartIds":"array<i32: 4>"}'
+
+
+# ---------------------------------------------------------------- typed integer attributes
+
+# An independent reading of the text: every printed occurrence of each attribute.
+_INTEGER_ATTRIBUTE_TEXT = {
+    "divisibility": [r"\btt\.divisibility = (-?\d+)"],
+    "contiguity": [r"(?<![\w.])(?:tt\.)?contiguity = (-?\d+)"],
+    "loop_num_stages": [r"\btt\.num_stages = (-?\d+)"],
+    "num_pending": [r"ttg\.async_wait\b[^\n]*\{num = (\d+)", r"ttng\.warp_group_dot_wait\b[^\n]*\{pendings = (\d+)"],
+}
+
+
+def _text_values(text: str, column: str) -> list[int]:
+    return sorted(int(v) for pattern in _INTEGER_ATTRIBUTE_TEXT[column] for v in re.findall(pattern, text))
+
+
+def _graph_values(graph: IrGraph, column: str) -> list[int]:
+    return sorted(getattr(n, column) for n in graph.nodes if getattr(n, column) is not None)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_integer_attributes_become_typed_columns(fixture_dir: Path, name: str) -> None:
+    text = (fixture_dir / name).read_text()
+    graph = IrGraph.from_file(fixture_dir / name)
+    for column in _INTEGER_ATTRIBUTE_TEXT:
+        assert _graph_values(graph, column) == _text_values(text, column), column
+    for node in graph.nodes:  # the typed copy never replaces the attribute text
+        if node.divisibility is not None:
+            assert f'"tt.divisibility":"{node.divisibility} : ' in (node.attrs_json or "")
+
+
+def test_integer_attributes_of_pipelined_code(fixture_dir: Path) -> None:
+    sm90 = IrGraph.from_file(fixture_dir / "dot.sm_90.ttgir")
+    waits = [n for n in sm90.nodes if n.op_name == "ttng.warp_group_dot_wait"]
+    assert waits and all(n.num_pending is not None for n in waits)
+    sm80 = IrGraph.from_file(fixture_dir / "dot.sm_80.ttgir")
+    copies = [n for n in sm80.nodes if n.op_name == "ttg.async_copy_global_to_local"]
+    assert copies and {n.contiguity for n in copies} == {8}  # 8 x f16 = one 16-byte access
+    args = [n for n in sm80.nodes if n.node_kind == NODE_BLOCK_ARG and n.op_name == "tt.func"]
+    assert {n.divisibility for n in args} == {16}  # every argument of this case is a multiple of 16
+
+
+def test_loop_pipelining_depth_is_read_from_the_loop() -> None:
+    """tl.range(..., num_stages=3) overrides the config's num_stages=2 for that loop."""
+    from extract.compile import compile_call
+    from tests.extract.kernels.cases import case
+
+    item = case("staged_loop")
+    result = compile_call(item.fn, item.args, target="sm_90", num_stages=2)
+    for level in ("ttir", "ttgir"):
+        graph = IrGraph.from_compiled(result, level)
+        loops = [n for n in graph.nodes if n.node_kind == NODE_OP and n.op_name == "scf.for"]
+        assert [n.loop_num_stages for n in loops] == [3], level
+        others = [n for n in graph.nodes if n.loop_num_stages is not None and n.op_name != "scf.for"]
+        assert not others

@@ -1,20 +1,30 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from schemas import DatasetWriter, read_table
+from schemas import DatasetWriter, read_table, scan_table
 from schemas.check import check_dataset
 from schemas.compact import compact_dataset
 from schemas.storage import META_REPLACES
 
 from .conftest import write_run
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def _multiset(url: str, table: str) -> Counter:
-    return Counter(tuple(sorted(row.items())) for row in read_table(url, table, committed_only=False).to_pylist())
+    return Counter(
+        tuple(sorted(row.items()))
+        for row in read_table(url, table, committed_only=False).to_pylist()
+    )
 
 
 def test_compaction_keeps_the_multiset_of_rows(dataset):
@@ -42,7 +52,11 @@ def test_crash_after_merge_before_delete_loses_and_doubles_nothing(dataset, tmp_
     compact_dataset(dataset)
     for path, data in originals.items():  # put the replaced files back, as if never deleted
         path.write_bytes(data)
-    merged = [p for p in measurements.glob("*.parquet") if META_REPLACES in (pq.read_metadata(p).metadata or {})]
+    merged = [
+        p
+        for p in measurements.glob("*.parquet")
+        if META_REPLACES in (pq.read_metadata(p).metadata or {})
+    ]
     assert len(merged) == 1
     assert _multiset(dataset, "measurements") == before
     report = check_dataset(dataset)
@@ -50,3 +64,97 @@ def test_crash_after_merge_before_delete_loses_and_doubles_nothing(dataset, tmp_
     compact_dataset(dataset)  # a second pass cleans the leftovers
     assert set(measurements.glob("*.parquet")) & set(originals) == set()
     assert _multiset(dataset, "measurements") == before
+
+
+COMPACT_LOOP = textwrap.dedent(
+    """
+    import sys
+    from schemas import DatasetWriter
+    from schemas.compact import compact_dataset
+    from tests.schemas.conftest import write_run
+    root, rounds = sys.argv[1], int(sys.argv[2])
+    for r in range(rounds):
+        writer = DatasetWriter(root)
+        for index in range(4):
+            write_run(writer, 100 + 4 * r + index)
+        compact_dataset(root)
+    """
+)
+
+
+def _compactor(root: str, rounds: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", COMPACT_LOOP, root, str(rounds)],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_readers_and_check_during_compaction_see_whole_runs(dataset):
+    """While another process writes and compacts, every read sees committed runs whole."""
+    proc = _compactor(dataset, 6)
+    reads = 0
+    while proc.poll() is None or reads == 0:
+        runs = read_table(dataset, "runs", columns=["run_id", "n_configs"])
+        measurements = read_table(dataset, "measurements", columns=["run_id"])
+        assert measurements.num_rows >= sum(runs.column("n_configs").to_pylist())
+        scan_table(dataset, "measurements")  # lists, validates and checks keys like read_table
+        report = check_dataset(dataset)
+        assert report.ok, report.problems
+        reads += 1
+    assert proc.wait() == 0, proc.stderr.read()
+    assert check_dataset(dataset).ok
+    assert read_table(dataset, "runs").num_rows == 3 + 6 * 4
+
+
+def test_two_compactions_at_once_both_succeed_without_doubling(dataset):
+    writer = DatasetWriter(dataset)
+    for index in range(3, 40):
+        write_run(writer, index)
+    before = _multiset(dataset, "measurements")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "schemas", "compact", dataset],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out + err
+    assert _multiset(dataset, "measurements") == before
+    assert check_dataset(dataset).ok
+
+
+def test_compact_of_a_missing_dataset_fails(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "schemas", "compact", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "no dataset here" in result.stdout.replace("\n", " ")
+
+
+def test_stale_temporaries_are_reported_and_removed_only_when_old(dataset):
+    table_dir = Path(dataset, "measurements", "arch=sm_90")
+    stale = table_dir / ".tmp-0123-part-killed.parquet"
+    stale.write_bytes(b"half a file")
+    fresh = table_dir / ".tmp-4567-part-writing.parquet"
+    fresh.write_bytes(b"being written")
+    old = time.time() - 2 * 3600
+    os.utime(stale, (old, old))
+    report = check_dataset(dataset)
+    assert report.ok  # leftovers are invisible to readers: a warning, not a problem
+    assert any("1 stale write temporary" in w and stale.name in w for w in report.warnings)
+    fixed = check_dataset(dataset, fix=True)
+    assert any(stale.name in line for line in fixed.fixed)
+    assert not stale.exists() and fresh.exists()
+    os.utime(fresh, (old, old))
+    compact_dataset(dataset)
+    assert not fresh.exists()

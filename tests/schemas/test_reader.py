@@ -15,6 +15,7 @@ from schemas import (
     read_table,
     scan_table,
 )
+from schemas.history import FROZEN
 from schemas.migrations import MIGRATIONS
 from schemas.storage import META_TABLE, META_VERSION
 
@@ -86,19 +87,21 @@ def test_newer_schema_version_is_refused_naming_file(dataset):
 
 
 def test_older_version_goes_through_registered_migration(dataset, monkeypatch):
-    """A synthetic version-0 kernels file that called `family` `name`, lifted by a migration."""
-    old = Path(dataset, "kernels", "part-old.parquet")
-    table = pa.table(
-        {"schema_version": pa.array([SCHEMA_VERSION - 1], pa.int32()), "kernel_id": ["k0"], "name": ["legacy"], "entry_name": ["e"]}
+    """A synthetic version-0 kernels file that called `family` `name`, lifted by a migration
+    (then by the real 1 -> 2 one)."""
+    monkeypatch.setitem(
+        FROZEN, 0, {"kernels": (("schema_version", pa.int32(), False), ("kernel_id", pa.string(), False), ("name", pa.string()), ("entry_name", pa.string()))}
     )
-    _write_versioned(old, table, "kernels", SCHEMA_VERSION - 1)
+    old = Path(dataset, "kernels", "part-old.parquet")
+    table = pa.table({"schema_version": pa.array([0], pa.int32()), "kernel_id": ["k0"], "name": ["legacy"], "entry_name": ["e"]})
+    _write_versioned(old, table, "kernels", 0)
     with pytest.raises(SchemaVersionError, match="no migration"):
         read_table(dataset, "kernels")
 
     def rename_name_to_family(t: pa.Table) -> pa.Table:
         return t.rename_columns(["family" if c == "name" else c for c in t.column_names])
 
-    monkeypatch.setitem(MIGRATIONS, ("kernels", SCHEMA_VERSION - 1), rename_name_to_family)
+    monkeypatch.setitem(MIGRATIONS, ("kernels", 0), rename_name_to_family)
     kernels = read_table(dataset, "kernels")
     row = next(r for r in kernels.to_pylist() if r["kernel_id"] == "k0")
     assert row["family"] == "legacy"

@@ -13,7 +13,8 @@ to identical code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from corpus.suite.spec import (
     Config,
@@ -24,6 +25,7 @@ from corpus.suite.spec import (
     per_thread_reason,
     product_configs,
 )
+from schemas.enums import Role
 
 WARPS: tuple[int, ...] = (1, 2, 4, 8, 16)
 """num_warps values real row-kernel tuners sweep."""
@@ -73,6 +75,7 @@ class RowTileSpec(KernelSpec):
     Subclasses give the bytes one pipeline stage loads (:meth:`stage_bytes`) and, when they
     differ, the tile values, the live-element limit per thread and the loop trip count."""
 
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_N": Role.REDUCTION_BLOCK}
     block_m_values: Sequence[int] = (1, 2, 4)
     block_n_values: Sequence[int] = (512, 1024, 2048, 4096, 8192)
     block_n_floor: int | None = None

@@ -26,6 +26,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -63,6 +64,7 @@ class AddBroadcast(KernelSpec):
     category = "pointwise"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_N": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(16, 200, True), _shape(8, 130, False)],
         "small": [_shape(1024, 1024, True), _shape(2048, 768, False)],

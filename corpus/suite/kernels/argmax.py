@@ -3,7 +3,8 @@ the maximum, as ``torch.argmax``), the greedy-decoding step of a language model.
 
 Each program owns a row and loops over it in ``BLOCK_N`` chunks, keeping a per-lane best
 value and index (strict ``>`` so a lane keeps its earliest maximum); the final reduction
-takes the maximum and, among lanes that hold it, the smallest index.
+takes the maximum and, among lanes that hold it, the smallest index. The chunk loop is
+load-pipelined num_stages deep (``NUM_STAGES``, see ``_rowwise``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from typing import Any, ClassVar
 import triton
 import triton.language as tl
 
+from corpus.suite.kernels._rowwise import shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
     Dims,
     KernelSpec,
+    cdiv,
     dtype_bytes,
     next_pow2,
     output_buffer,
@@ -26,16 +29,17 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
-def argmax_kernel(x_ptr, out_ptr, N, stride_xm, BLOCK_N: tl.constexpr):
+def argmax_kernel(x_ptr, out_ptr, N, stride_xm, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     cols = tl.arange(0, BLOCK_N)
     best = tl.full((BLOCK_N,), float("-inf"), dtype=tl.float32)
     best_index = tl.zeros((BLOCK_N,), dtype=tl.int32)
-    for start in range(0, N, BLOCK_N):
+    for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
         x = tl.load(x_row + start + cols, mask=start + cols < N, other=float("-inf")).to(tl.float32)
         better = x > best
         best = tl.where(better, x, best)
@@ -55,6 +59,7 @@ class Argmax(KernelSpec):
     category = "reduction"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_N": Role.REDUCTION_BLOCK}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(5, 1000), _shape(12, 300)],
         "small": [_shape(32, 32000), _shape(16, 50257)],
@@ -81,14 +86,19 @@ class Argmax(KernelSpec):
         )
 
     def default_config(self) -> Config:
-        return Config({"BLOCK_N": 1024}, num_warps=4, num_stages=2)
+        # num_stages=1: a tiny row is one chunk, with nothing to pipeline.
+        return Config({"BLOCK_N": 1024}, num_warps=4, num_stages=1)
 
     def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
         block = config.kwargs["BLOCK_N"]
         if block > 2 * next_pow2(dims["V"]):
             return f"BLOCK_N={block} is over twice the row length {dims['V']}"
         # Value and index vectors are both live across the loop.
-        return per_thread_reason(block, config.num_warps, high=32)
+        return (
+            per_thread_reason(block, config.num_warps, high=32)
+            or stages_reason(config, cdiv(dims["V"], block))
+            or shared_memory_reason(config, block * dtype_bytes(dtype))
+        )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         m, v = dims["M"], dims["V"]
@@ -102,6 +112,7 @@ class Argmax(KernelSpec):
             "N": dims["V"],
             "stride_xm": logits.stride(0),
             **config.kwargs,
+            "NUM_STAGES": config.num_stages,
         }
         return (dims["M"],), args
 

@@ -27,6 +27,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_uniform,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -46,6 +47,7 @@ class AtomicSum(KernelSpec):
     category = "reduction"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK": Role.REDUCTION_BLOCK, "ITERS": Role.OTHER}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [{"N": 3000}, {"N": 777}],
         "small": [{"N": 1 << 18}, {"N": 3_000_000}],

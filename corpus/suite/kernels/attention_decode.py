@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -23,6 +23,7 @@ import triton.language as tl
 from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, dtype_bytes, next_pow2, product_configs
+from schemas.enums import Role
 
 
 @triton.jit
@@ -117,6 +118,7 @@ class AttentionDecode(KernelSpec):
     category = "attention"
     dtypes = ("float16", "bfloat16")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_N": Role.TILE_K}
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [_decode(2, 4, 2, 64, 32), _decode(3, 8, 1, 50, 16)],
         "small": [_decode(8, 16, 4, 512, 64), _decode(4, 8, 8, 700, 128)],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import triton
 import triton.language as tl
@@ -20,6 +20,7 @@ from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.kernels.matmul import gemm_tile_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
+from schemas.enums import Role
 
 
 @triton.jit
@@ -72,6 +73,12 @@ class BatchedMatmul(KernelSpec):
     category = "matmul"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("c",)
+    roles: ClassVar[Mapping[str, str]] = {
+        "BLOCK_M": Role.TILE_M,
+        "BLOCK_N": Role.TILE_N,
+        "BLOCK_K": Role.TILE_K,
+    }
+    flag_dims = ("TRANS_B",)
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [_bmm(2, 64, 64, 64, 1), _bmm(3, 40, 64, 48, 0)],
         "small": [_bmm(16, 256, 256, 64, 1), _bmm(8, 197, 64, 197, 0)],

@@ -3,7 +3,8 @@ gradient of a linear layer and the per-channel sum of batch norm in channels-las
 
 Programs own ``BLOCK_N`` columns and walk down the rows in ``BLOCK_M`` chunks, accumulating a
 float32 tile that is reduced across rows once at the end: the reduction runs along the
-strided axis, unlike the row reductions.
+strided axis, unlike the row reductions. The row loop is load-pipelined num_stages deep
+(``NUM_STAGES``, see ``_rowwise``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 import triton
 import triton.language as tl
 
+from corpus.suite.kernels._rowwise import shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
@@ -27,15 +29,18 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
-def col_sum_kernel(x_ptr, out_ptr, M, N, stride_xm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def col_sum_kernel(
+    x_ptr, out_ptr, M, N, stride_xm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr
+):
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     rows = tl.arange(0, BLOCK_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for start in range(0, M, BLOCK_M):
+    for start in tl.range(0, M, BLOCK_M, num_stages=NUM_STAGES):
         mask = ((start + rows)[:, None] < M) & col_mask[None, :]
         offsets = (start + rows).to(tl.int64)[:, None] * stride_xm + cols[None, :]
         acc += tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
@@ -52,6 +57,7 @@ class ColSum(KernelSpec):
     category = "reduction"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.REDUCTION_BLOCK, "BLOCK_N": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(100, 40), _shape(33, 200)],
         "small": [_shape(4096, 1024), _shape(65536, 64)],
@@ -86,7 +92,11 @@ class ColSum(KernelSpec):
             return f"BLOCK_N={block_n} is over twice the column count {dims['N']}"
         if block_m > next_pow2(dims["M"]):
             return f"BLOCK_M={block_m} exceeds the {dims['M']} rows: no loop left to tune"
-        return per_thread_reason(block_m * block_n, config.num_warps, high=64)
+        return (
+            per_thread_reason(block_m * block_n, config.num_warps, high=64)
+            or stages_reason(config, cdiv(dims["M"], block_m))
+            or shared_memory_reason(config, block_m * block_n * dtype_bytes(dtype))
+        )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         m, n = dims["M"], dims["N"]
@@ -94,7 +104,15 @@ class ColSum(KernelSpec):
 
     def bind(self, inputs: Mapping[str, Any], dims: Dims, config: Config) -> tuple[tuple[int, ...], dict[str, Any]]:
         x = inputs["x"]
-        args = {"x_ptr": x, "out_ptr": inputs["out"], "M": dims["M"], "N": dims["N"], "stride_xm": x.stride(0), **config.kwargs}
+        args = {
+            "x_ptr": x,
+            "out_ptr": inputs["out"],
+            "M": dims["M"],
+            "N": dims["N"],
+            "stride_xm": x.stride(0),
+            **config.kwargs,
+            "NUM_STAGES": config.num_stages,
+        }
         return (cdiv(dims["N"], config.kwargs["BLOCK_N"]),), args
 
     def reference(self, inputs: Mapping[str, Any], dims: Dims) -> dict[str, Any]:

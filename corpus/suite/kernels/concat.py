@@ -27,6 +27,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -64,6 +65,7 @@ class Concat(KernelSpec):
     category = "data_movement"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_N": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(16, 100, 60), _shape(6, 256, 8)],
         "small": [_shape(1024, 1024, 1024), _shape(2048, 512, 64)],

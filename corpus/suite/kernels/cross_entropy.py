@@ -9,7 +9,7 @@ chunk loop is load-pipelined num_stages deep.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -34,6 +34,7 @@ from corpus.suite.spec import (
     seeded_randint,
     seeded_randn,
 )
+from schemas.enums import Role
 
 BLOCK_V_VALUES = (512, 1024, 2048, 4096, 8192, 16384)
 IGNORE_INDEX = -100
@@ -87,6 +88,7 @@ class CrossEntropy(KernelSpec):
     category = "loss"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("loss", "lse")
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_V": Role.REDUCTION_BLOCK}
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 4, "V": 3000},

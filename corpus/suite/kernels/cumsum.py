@@ -9,7 +9,7 @@ to the output dtype once. The chunk loop is load-pipelined num_stages deep.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -28,6 +28,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 BLOCK_N_VALUES = (256, 512, 1024, 2048, 4096)
 
@@ -68,6 +69,7 @@ class Cumsum(KernelSpec):
     category = "scan"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("y",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_N": Role.REDUCTION_BLOCK}
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 8, "N": 512},

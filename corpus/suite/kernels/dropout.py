@@ -26,6 +26,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 DROP_PROBABILITY = 0.1
 PHILOX_SEED = 20240611
@@ -88,6 +89,7 @@ class Dropout(KernelSpec):
     category = "pointwise"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(4, 500), _shape(32, 40)],
         "small": [_shape(1024, 1024), _shape(512, 3072)],

@@ -27,6 +27,7 @@ from corpus.suite.spec import (
     seeded_randint,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -60,6 +61,7 @@ class Embedding(KernelSpec):
     category = "data_movement"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_T": Role.TILE_M, "BLOCK_D": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(24, 50, 100), _shape(7, 100, 160)],
         "small": [_shape(1024, 32000, 1024), _shape(1024, 50257, 768)],

@@ -28,6 +28,7 @@ from corpus.suite.spec import (
     seeded_randint,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -62,6 +63,7 @@ class EmbeddingBackward(KernelSpec):
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("grad_weight",)
     mutated = ("grad_weight",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_T": Role.TILE_M, "BLOCK_D": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(40, 16, 100), _shape(9, 50, 64)],
         "small": [_shape(2048, 32000, 512), _shape(4096, 1000, 1024)],

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -25,6 +25,7 @@ import triton.language as tl
 from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
+from schemas.enums import Role
 
 
 @triton.jit
@@ -138,6 +139,8 @@ class FlashAttentionForward(KernelSpec):
     category = "attention"
     dtypes = ("float16", "bfloat16")
     outputs = ("out", "lse")
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_N": Role.TILE_K}
+    flag_dims = ("CAUSAL",)
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [_attn(1, 1, 128, 32, 1), _attn(1, 1, 80, 16, 0), _attn(1, 1, 72, 64, 1)],
         "small": [_attn(2, 8, 512, 64, 1), _attn(4, 4, 300, 128, 0)],

@@ -10,7 +10,7 @@ num_stages deep.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -29,6 +29,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -70,6 +71,7 @@ class Gemv(KernelSpec):
     category = "gemv"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("y",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_K": Role.TILE_K}
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 64, "K": 256},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import triton
 import triton.language as tl
@@ -19,6 +19,7 @@ from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.kernels.matmul import gemm_tile_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
+from schemas.enums import Role
 
 
 @triton.jit
@@ -81,6 +82,12 @@ class Int8Matmul(KernelSpec):
     dtypes = ("float16", "bfloat16")
     """Output dtype; the operands are always int8."""
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {
+        "BLOCK_M": Role.TILE_M,
+        "BLOCK_N": Role.TILE_N,
+        "BLOCK_K": Role.TILE_K,
+        "GROUP_M": Role.GROUP,
+    }
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [_gemm(128, 128, 128), _gemm(72, 96, 200)],
         "small": [_gemm(512, 512, 1024), _gemm(384, 640, 768)],

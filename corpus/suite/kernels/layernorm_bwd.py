@@ -12,7 +12,7 @@ num_stages deep (the next rows of x and dy stream into shared memory).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -32,6 +32,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 NUM_PROGS_VALUES = (32, 64, 128, 256, 512)
 EPS = 1e-5
@@ -115,6 +116,7 @@ class LayerNormBackward(KernelSpec):
     category = "normalization"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("dx", "dw", "db")
+    roles: ClassVar[Mapping[str, str]] = {"NUM_PROGS": Role.PROGRAMS}
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 64, "N": 256},

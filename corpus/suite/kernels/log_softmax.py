@@ -10,7 +10,7 @@ one-chunk rows, else the chunk loops) is load-pipelined num_stages deep.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -34,6 +34,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 BLOCK_N_VALUES = (512, 1024, 2048, 4096, 8192)
 
@@ -95,6 +96,10 @@ class LogSoftmax(KernelSpec):
     category = "normalization"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("y",)
+    roles: ClassVar[Mapping[str, str]] = {
+        "ROWS_PER_PROG": Role.ROWS_PER_PROGRAM,
+        "BLOCK_N": Role.REDUCTION_BLOCK,
+    }
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 6, "N": 1024},

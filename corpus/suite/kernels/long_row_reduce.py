@@ -2,7 +2,8 @@
 longer than a register block (gradient-norm and vocabulary-wide statistics).
 
 Each program owns a row and loops over it in ``BLOCK_N`` chunks, accumulating squares in a
-float32 vector that is reduced once at the end; ``num_stages`` pipelines the chunk loads.
+float32 vector that is reduced once at the end; the chunk loop is load-pipelined num_stages
+deep (``NUM_STAGES``, see ``_rowwise``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from typing import Any, ClassVar
 import triton
 import triton.language as tl
 
+from corpus.suite.kernels._rowwise import shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
     Dims,
     KernelSpec,
+    cdiv,
     dtype_bytes,
     next_pow2,
     output_buffer,
@@ -25,15 +28,16 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
-def long_row_reduce_kernel(x_ptr, out_ptr, N, stride_xm, BLOCK_N: tl.constexpr):
+def long_row_reduce_kernel(x_ptr, out_ptr, N, stride_xm, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     cols = tl.arange(0, BLOCK_N)
     squares = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for start in range(0, N, BLOCK_N):
+    for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
         x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0).to(tl.float32)
         squares += x * x
     tl.store(out_ptr + row, tl.sqrt(tl.sum(squares, axis=0)))
@@ -49,6 +53,7 @@ class LongRowReduce(KernelSpec):
     category = "reduction"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_N": Role.REDUCTION_BLOCK}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(4, 3000), _shape(2, 1200)],
         "small": [_shape(64, 65536), _shape(256, 32000)],
@@ -81,7 +86,11 @@ class LongRowReduce(KernelSpec):
         block = config.kwargs["BLOCK_N"]
         if block > next_pow2(dims["N"]):
             return f"BLOCK_N={block} is longer than the row ({dims['N']}): no loop left to tune"
-        return per_thread_reason(block, config.num_warps, high=32)
+        return (
+            per_thread_reason(block, config.num_warps, high=32)
+            or stages_reason(config, cdiv(dims["N"], block))
+            or shared_memory_reason(config, block * dtype_bytes(dtype))
+        )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         m, n = dims["M"], dims["N"]
@@ -89,7 +98,14 @@ class LongRowReduce(KernelSpec):
 
     def bind(self, inputs: Mapping[str, Any], dims: Dims, config: Config) -> tuple[tuple[int, ...], dict[str, Any]]:
         x = inputs["x"]
-        args = {"x_ptr": x, "out_ptr": inputs["out"], "N": dims["N"], "stride_xm": x.stride(0), **config.kwargs}
+        args = {
+            "x_ptr": x,
+            "out_ptr": inputs["out"],
+            "N": dims["N"],
+            "stride_xm": x.stride(0),
+            **config.kwargs,
+            "NUM_STAGES": config.num_stages,
+        }
         return (dims["M"],), args
 
     def reference(self, inputs: Mapping[str, Any], dims: Dims) -> dict[str, Any]:

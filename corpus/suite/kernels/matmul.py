@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -20,6 +20,7 @@ import triton.language as tl
 from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
+from schemas.enums import Role
 
 
 @triton.jit
@@ -121,6 +122,13 @@ class Matmul(KernelSpec):
     category = "matmul"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("c",)
+    roles: ClassVar[Mapping[str, str]] = {
+        "BLOCK_M": Role.TILE_M,
+        "BLOCK_N": Role.TILE_N,
+        "BLOCK_K": Role.TILE_K,
+        "GROUP_M": Role.GROUP,
+    }
+    flag_dims = ("TRANS_B",)
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 128, "N": 128, "K": 64, "TRANS_B": 0},

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -21,6 +21,7 @@ from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.kernels.matmul import gemm_tile_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
+from schemas.enums import Role
 
 RELU, GELU, SILU = 1, 2, 3
 ACTIVATION_NAMES = {RELU: "relu", GELU: "gelu", SILU: "silu"}
@@ -104,6 +105,13 @@ class MatmulEpilogue(KernelSpec):
     category = "matmul"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {
+        "BLOCK_M": Role.TILE_M,
+        "BLOCK_N": Role.TILE_N,
+        "BLOCK_K": Role.TILE_K,
+        "GROUP_M": Role.GROUP,
+    }
+    flag_dims = ("ACT", "RESIDUAL",)
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [_linear(128, 128, 64, GELU, 1), _linear(72, 96, 80, SILU, 0), _linear(64, 136, 32, RELU, 1)],
         "small": [_linear(512, 1024, 256, GELU, 0), _linear(384, 768, 512, RELU, 1)],

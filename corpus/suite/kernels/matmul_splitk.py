@@ -10,7 +10,7 @@ atomic add. ``C`` must be zero before the launch; that zeroing is part of the ti
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import triton
 import triton.language as tl
@@ -27,6 +27,7 @@ from corpus.suite.spec import (
     next_pow2,
     product_configs,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -85,6 +86,12 @@ class MatmulSplitK(KernelSpec):
     category = "matmul"
     dtypes = ("float16", "bfloat16")
     outputs = ("c",)
+    roles: ClassVar[Mapping[str, str]] = {
+        "BLOCK_N": Role.TILE_N,
+        "BLOCK_K": Role.TILE_K,
+        "SPLIT_K": Role.SPLIT,
+    }
+    flag_dims = ("TRANS_B",)
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"M": 16, "N": 64, "K": 256, "TRANS_B": 0},

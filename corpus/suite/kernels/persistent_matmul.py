@@ -11,7 +11,7 @@ interpreter, H100's 132 for compile-only meta inputs).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -21,6 +21,7 @@ from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.kernels.matmul import gemm_operands, gemm_tile_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
+from schemas.enums import Role
 
 INTERPRETER_PROGRAMS = 4
 """Program count on CPU (interpreter) inputs: small, so every program loops over tiles."""
@@ -94,6 +95,13 @@ class PersistentMatmul(KernelSpec):
     category = "matmul"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("c",)
+    roles: ClassVar[Mapping[str, str]] = {
+        "BLOCK_M": Role.TILE_M,
+        "BLOCK_N": Role.TILE_N,
+        "BLOCK_K": Role.TILE_K,
+        "GROUP_M": Role.GROUP,
+    }
+    flag_dims = ("TRANS_B",)
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [_gemm(128, 192, 64, 0), _gemm(96, 80, 72)],
         "small": [_gemm(512, 512, 512, 0), _gemm(640, 384, 320)],

@@ -2,7 +2,8 @@
 
 The activation quantizer of int8 inference (one scale per token row). Each program owns a
 row and sweeps it twice in ``BLOCK_N`` chunks — first for the absolute maximum, then to
-quantize — so rows of any length work and ``num_stages`` can pipeline the loads.
+quantize — so rows of any length work; both sweeps are load-pipelined num_stages deep
+(``NUM_STAGES``, see ``_rowwise``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from typing import Any, ClassVar
 import triton
 import triton.language as tl
 
+from corpus.suite.kernels._rowwise import shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
     Dims,
     KernelSpec,
+    cdiv,
     dtype_bytes,
     next_pow2,
     output_buffer,
@@ -25,23 +28,26 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
-def quantize_int8_kernel(x_ptr, q_ptr, scale_ptr, N, stride_xm, stride_qm, BLOCK_N: tl.constexpr):
+def quantize_int8_kernel(
+    x_ptr, q_ptr, scale_ptr, N, stride_xm, stride_qm, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr
+):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     q_row = q_ptr + row * stride_qm
     cols = tl.arange(0, BLOCK_N)
     peak = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for start in range(0, N, BLOCK_N):
+    for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
         x = tl.load(x_row + start + cols, mask=start + cols < N, other=0.0)
         peak = tl.maximum(peak, tl.abs(x.to(tl.float32)))
     absmax = tl.max(peak, axis=0)
     # An all-zero row quantizes to zeros with scale 0 (inverse 0 avoids inf * 0).
     inverse = tl.where(absmax > 0.0, 127.0 / absmax, 0.0)
     tl.store(scale_ptr + row, absmax / 127.0)
-    for start in range(0, N, BLOCK_N):
+    for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
         mask = start + cols < N
         x = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
         q = tl.floor(x * inverse + 0.5)
@@ -59,6 +65,7 @@ class QuantizeInt8(KernelSpec):
     category = "pointwise"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("q", "scale")
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_N": Role.REDUCTION_BLOCK}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(8, 300), _shape(3, 1000)],
         "small": [_shape(1024, 4096), _shape(512, 11008)],
@@ -85,13 +92,18 @@ class QuantizeInt8(KernelSpec):
         )
 
     def default_config(self) -> Config:
-        return Config({"BLOCK_N": 1024}, num_warps=4, num_stages=2)
+        # num_stages=1: a tiny row is one chunk, with nothing to pipeline.
+        return Config({"BLOCK_N": 1024}, num_warps=4, num_stages=1)
 
     def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
         block = config.kwargs["BLOCK_N"]
         if block > 2 * next_pow2(dims["N"]):
             return f"BLOCK_N={block} is over twice the row length {dims['N']}"
-        return per_thread_reason(block, config.num_warps, high=32)
+        return (
+            per_thread_reason(block, config.num_warps, high=32)
+            or stages_reason(config, cdiv(dims["N"], block))
+            or shared_memory_reason(config, block * dtype_bytes(dtype))
+        )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         m, n = dims["M"], dims["N"]
@@ -111,6 +123,7 @@ class QuantizeInt8(KernelSpec):
             "stride_xm": x.stride(0),
             "stride_qm": q.stride(0),
             **config.kwargs,
+            "NUM_STAGES": config.num_stages,
         }
         return (dims["M"],), args
 

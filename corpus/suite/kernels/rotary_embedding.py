@@ -10,7 +10,7 @@ float32 of shape (S, D / 2), indexed by the token's position in its sequence.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import triton
@@ -29,6 +29,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 ROPE_BASE = 10000.0
 
@@ -112,6 +113,7 @@ class RotaryEmbedding(KernelSpec):
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("q", "k")
     mutated = ("q", "k")
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_T": Role.TILE_M, "BLOCK_H": Role.TILE_N}
     shapes: Mapping[str, list[Dims]] = {
         "tiny": [
             {"B": 1, "S": 8, "H": 4, "HKV": 2, "D": 64},

@@ -27,6 +27,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 MAX_ROW_BLOCK = 32768
 """Longest row held in registers; longer rows need a looped reduction (long_row_reduce)."""
@@ -65,6 +66,7 @@ class RowReduce(KernelSpec):
     category = "reduction"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("sum", "max")
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(24, 100), _shape(6, 700)],
         "small": [_shape(4096, 1024), _shape(1024, 4096)],

@@ -26,6 +26,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -60,6 +61,7 @@ class SwiGLU(KernelSpec):
     category = "pointwise"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_F": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(8, 96), _shape(5, 200)],
         "small": [_shape(512, 2048), _shape(1024, 2816)],

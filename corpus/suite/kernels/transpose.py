@@ -23,6 +23,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 
 @triton.jit
@@ -45,6 +46,7 @@ class Transpose(KernelSpec):
     category = "data_movement"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("out",)
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_M": Role.TILE_M, "BLOCK_N": Role.TILE_N}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         "tiny": [_shape(48, 40), _shape(20, 70)],
         "small": [_shape(1024, 1024), _shape(2048, 512)],

@@ -3,6 +3,7 @@ of ``x[m, :]`` in float32, the statistics pass of layer/batch normalization.
 
 Each program owns a row and loops over ``BLOCK_N`` chunks, updating per-lane running
 (mean, M2, count) triples; a ``tl.reduce`` with Welford's merge rule combines the lanes.
+The chunk loop is load-pipelined num_stages deep (``NUM_STAGES``, see ``_rowwise``).
 Numerically stable where the naive ``E[x^2] - E[x]^2`` cancels (inputs have a large mean).
 """
 
@@ -14,11 +15,13 @@ from typing import Any, ClassVar
 import triton
 import triton.language as tl
 
+from corpus.suite.kernels._rowwise import shared_memory_reason, stages_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import (
     Config,
     Dims,
     KernelSpec,
+    cdiv,
     dtype_bytes,
     next_pow2,
     output_buffer,
@@ -26,6 +29,7 @@ from corpus.suite.spec import (
     product_configs,
     seeded_randn,
 )
+from schemas.enums import Role
 
 INPUT_OFFSET = 20.0
 """Inputs are N(INPUT_OFFSET, 1): a naive one-pass variance would lose most of its digits."""
@@ -42,14 +46,14 @@ def welford_merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
 
 
 @triton.jit
-def welford_kernel(x_ptr, mean_ptr, var_ptr, N, stride_xm, BLOCK_N: tl.constexpr):
+def welford_kernel(x_ptr, mean_ptr, var_ptr, N, stride_xm, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     cols = tl.arange(0, BLOCK_N)
     mean = tl.zeros((BLOCK_N,), dtype=tl.float32)
     m2 = tl.zeros((BLOCK_N,), dtype=tl.float32)
     count = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for start in range(0, N, BLOCK_N):
+    for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
         mask = start + cols < N
         x = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
         new_count = count + mask.to(tl.float32)
@@ -72,6 +76,7 @@ class Welford(KernelSpec):
     category = "reduction"
     dtypes = ("float16", "bfloat16", "float32")
     outputs = ("mean", "var")
+    roles: ClassVar[Mapping[str, str]] = {"BLOCK_N": Role.REDUCTION_BLOCK}
     shapes: ClassVar[Mapping[str, list[Dims]]] = {
         # The interpreter runs tl.reduce's combiner lane by lane in Python: keep tiny rows few.
         "tiny": [_shape(2, 200), _shape(1, 300)],
@@ -99,14 +104,19 @@ class Welford(KernelSpec):
         )
 
     def default_config(self) -> Config:
-        return Config({"BLOCK_N": 512}, num_warps=4, num_stages=2)
+        # num_stages=1: a tiny row is one chunk, with nothing to pipeline.
+        return Config({"BLOCK_N": 512}, num_warps=4, num_stages=1)
 
     def invalid_reason(self, config: Config, dims: Dims, dtype: str) -> str | None:
         block = config.kwargs["BLOCK_N"]
         if block > 2 * next_pow2(dims["N"]):
             return f"BLOCK_N={block} is over twice the row length {dims['N']}"
         # Three float32 accumulators per lane stay live across the loop.
-        return per_thread_reason(block, config.num_warps, high=16)
+        return (
+            per_thread_reason(block, config.num_warps, high=16)
+            or stages_reason(config, cdiv(dims["N"], block))
+            or shared_memory_reason(config, block * dtype_bytes(dtype))
+        )
 
     def make_inputs(self, dims: Dims, dtype: str, device: str, seed: int) -> dict[str, Any]:
         m, n = dims["M"], dims["N"]
@@ -128,6 +138,7 @@ class Welford(KernelSpec):
             "N": dims["N"],
             "stride_xm": x.stride(0),
             **config.kwargs,
+            "NUM_STAGES": config.num_stages,
         }
         return (dims["M"],), args
 

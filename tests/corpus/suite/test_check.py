@@ -17,7 +17,9 @@ def test_plan_cases_has_default_everywhere_and_seeded_samples(specs: dict[str, K
     defaults = [c for c in cases if c.is_default]
     assert len(defaults) == len(spec.shapes_for("tiny"))
     assert len(cases) == len(defaults) + 5
-    assert cases == plan_cases(spec, "tiny", dtypes=("float32",), samples=5, seed=3), "seeded: same plan"
+    assert cases == plan_cases(spec, "tiny", dtypes=("float32",), samples=5, seed=3), (
+        "seeded: same plan"
+    )
     assert cases != plan_cases(spec, "tiny", dtypes=("float32",), samples=5, seed=4)
     every = plan_cases(spec, "tiny", dtypes=("float32",), every_config=True)
     assert len(every) == sum(len(spec.valid_configs(d, "float32")) for d in spec.shapes_for("tiny"))
@@ -38,5 +40,7 @@ def test_limit_jobs_keeps_default_and_covers_every_knob_value(specs: dict[str, K
     limited = limit_jobs(full, 12, default=spec.default_config())
     assert len(limited.jobs) == 12 and limited.distinct == len(full.jobs)
     assert limited.jobs[0].config == spec.default_config()
-    assert knob_values([j.config for j in limited.jobs]) == knob_values([j.config for j in full.jobs])
+    assert knob_values([j.config for j in limited.jobs]) == knob_values(
+        [j.config for j in full.jobs]
+    )
     assert limit_jobs(full, 0).jobs == full.jobs

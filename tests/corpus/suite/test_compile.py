@@ -39,16 +39,24 @@ def compile_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessPo
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TRITON_CACHE_DIR", str(cache))
         patch.delenv("TRITON_INTERPRET", raising=False)
-        pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"))
+        pool = ProcessPoolExecutor(
+            max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn")
+        )
         # Start the workers now: they inherit the environment patched above.
         for future in [pool.submit(os.getpid) for _ in range(WORKERS)]:
             future.result()
-    limit = "all" if COMPILE_LIMIT <= 0 else f"at most {COMPILE_LIMIT} per family (SUITE_COMPILE_LIMIT=0: all)"
+    limit = (
+        "all"
+        if COMPILE_LIMIT <= 0
+        else f"at most {COMPILE_LIMIT} per family (SUITE_COMPILE_LIMIT=0: all)"
+    )
     SUITE_REPORT[REPORT_TITLE] = [f"distinct compiles: {limit}"]
     started = time.perf_counter()
     yield pool
     pool.shutdown()
-    SUITE_REPORT[REPORT_TITLE].append(f"total wall time {time.perf_counter() - started:.0f} s with {WORKERS} workers")
+    SUITE_REPORT[REPORT_TITLE].append(
+        f"total wall time {time.perf_counter() - started:.0f} s with {WORKERS} workers"
+    )
 
 
 @pytest.mark.slow
@@ -70,7 +78,9 @@ def test_every_config_compiles_or_is_invalid(
     )
     assert not failed, "\n".join(f"{o.config}: {o.error}" for o in failed[:5])
     assert plan.valid + len(plan.invalid) == plan.space
-    assert sum(job.covers for job in full.jobs) == full.valid, "every valid config maps to one compile"
+    assert sum(job.covers for job in full.jobs) == full.valid, (
+        "every valid config maps to one compile"
+    )
     assert all(reason.strip() for reason in plan.invalid.values())
     if COMPILE_LIMIT <= 0:
         assert compiled == plan.valid

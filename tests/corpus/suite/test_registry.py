@@ -15,6 +15,7 @@ import pytest
 
 from corpus.suite.__main__ import main
 from corpus.suite.registry import load_suite, register, select
+from corpus.suite.report import families_markdown, replace_families_table
 from corpus.suite.spec import KernelSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -33,9 +34,13 @@ def readme_example() -> str:
 def broken_example() -> str:
     """The example renamed, with a reference that disagrees with its kernel."""
     source = readme_example()
-    changed = source.replace('name = "my_axpy"', 'name = "my_axpy_wrong"').replace("class Axpy(", "class AxpyWrong(")
+    changed = source.replace('name = "my_axpy"', 'name = "my_axpy_wrong"').replace(
+        "class Axpy(", "class AxpyWrong("
+    )
     changed = changed.replace("* x.float() + y.float()", "* x.float() - y.float()")
-    assert changed.count("my_axpy_wrong") == 1 and "- y.float()" in changed, "example changed shape; update this test"
+    assert changed.count("my_axpy_wrong") == 1 and "- y.float()" in changed, (
+        "example changed shape; update this test"
+    )
     return changed
 
 
@@ -74,17 +79,37 @@ def test_plugin_suite_registers_lists_and_shows(
     assert "N16777216" in page
 
 
-def test_plugin_suite_checks_against_reference_in_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plugin_suite_checks_against_reference_in_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     suite = write_suite(tmp_path, {"axpy": readme_example(), "axpy_wrong": broken_example()})
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = load_suite(suite)["my_axpy"]
     # --all: every valid tiny config in each interpreter dtype (float16 and float32).
-    expected = sum(len(spec.valid_configs(dims, d)) for dims in spec.shapes_for("tiny") for d in ("float16", "float32"))
+    expected = sum(
+        len(spec.valid_configs(dims, d))
+        for dims in spec.shapes_for("tiny")
+        for d in ("float16", "float32")
+    )
     out = tmp_path / "results.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])}
-    command = [sys.executable, "-m", "corpus.suite", "check", "--suite", suite, "--all", "--json", str(out)]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1, f"a mismatching family must fail the check:\n{done.stdout}\n{done.stderr}"
+    command = [
+        sys.executable,
+        "-m",
+        "corpus.suite",
+        "check",
+        "--suite",
+        suite,
+        "--all",
+        "--json",
+        str(out),
+    ]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, (
+        f"a mismatching family must fail the check:\n{done.stdout}\n{done.stderr}"
+    )
     results = json.loads(out.read_text())
     good = [r for r in results if r["family"] == "my_axpy"]
     bad = [r for r in results if r["family"] == "my_axpy_wrong"]
@@ -96,14 +121,18 @@ def test_plugin_suite_checks_against_reference_in_interpreter(tmp_path: Path, mo
 
 def test_unknown_family_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     specs = load_suite()
-    with pytest.raises(KeyError, match="unknown kernel family no_such_family; known: .*add_broadcast"):
+    with pytest.raises(
+        KeyError, match="unknown kernel family no_such_family; known: .*add_broadcast"
+    ):
         select(specs, ["no_such_family"])
     assert main(["show", "no_such_family"]) == 2
     assert "unknown kernel family no_such_family" in capsys.readouterr().out
 
 
 def test_unknown_suite_module_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(ModuleNotFoundError, match="suite module 'no_such_suite_pkg' cannot be imported"):
+    with pytest.raises(
+        ModuleNotFoundError, match="suite module 'no_such_suite_pkg' cannot be imported"
+    ):
         load_suite("no_such_suite_pkg")
     assert main(["list", "--suite", "no_such_suite_pkg"]) == 2
     assert "no_such_suite_pkg" in capsys.readouterr().out
@@ -126,7 +155,69 @@ def test_docs_list_every_builtin_family(specs: dict[str, KernelSpec]) -> None:
     assert not missing, f"docs/suite.md does not list: {', '.join(missing)}"
 
 
-def test_interpreter_check_refuses_already_compiled_kernels(capsys: pytest.CaptureFixture[str]) -> None:
+def test_interpreter_check_refuses_already_compiled_kernels(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     load_suite()  # this process holds JIT kernels, as the compile tests need
     assert main(["check", "add_broadcast", "--device", "cpu"]) == 2
     assert "before the interpreter was selected" in capsys.readouterr().out.replace("\n", "")
+
+
+def _variant(existing: KernelSpec, name: str, **attributes: object) -> type[KernelSpec]:
+    """A subclass of ``existing``'s family under a new name, with class attributes replaced."""
+    return type(f"Variant_{name}", (type(existing),), {"name": name, **attributes})
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ({"roles": {"BLOCK_M": "tile_q"}}, "meta-parameter 'BLOCK_M' has unknown role 'tile_q'"),
+        ({"roles": {"BLOCK_Q": "tile_m"}}, "'BLOCK_Q', which is not a constexpr parameter"),
+        ({"roles": {"stride_om": "tile_m"}}, "'stride_om', which is not a constexpr parameter"),
+        (
+            {"flag_dims": ("BROADCAST",)},
+            "flag dim(s) BROADCAST missing from tiny shape M16_N200_YROWS1",
+        ),
+        ({"flag_dims": "YROWS"}, "flag_dims must be a tuple of names"),
+    ],
+)
+def test_register_refuses_bad_role_and_flag_declarations(attributes: dict, message: str) -> None:
+    existing = load_suite()["add_broadcast"]
+    name = f"bad_declaration_{uuid.uuid4().hex[:6]}"
+    with pytest.raises(ValueError, match=re.escape(message)) as raised:
+        register(_variant(existing, name, **attributes))
+    assert name in str(raised.value), "the error names the family"
+    assert name not in load_suite(), "a refused family is not registered"
+
+
+def test_user_suite_without_roles_gets_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_roles = readme_example()
+    without_roles = re.sub(r"\n    roles = .*\n", "\n", with_roles).replace(
+        'name = "my_axpy"', 'name = "my_axpy_plain"'
+    )
+    assert "roles" not in without_roles and "roles" in with_roles, (
+        "example changed shape; update this test"
+    )
+    suite = write_suite(tmp_path, {"axpy": with_roles, "axpy_plain": without_roles})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    specs = load_suite(suite)
+    assert specs["my_axpy"].role_of("BLOCK") == "tile_n"
+    plain = specs["my_axpy_plain"]
+    assert plain.role_of("BLOCK") == "other" and plain.flag_dims == ()
+    assert (
+        plain.problem_sizes({"N": 1000}) == {"N": 1000} and plain.problem_flags({"N": 1000}) == {}
+    )
+    assert main(["show", "my_axpy", "--suite", suite]) == 0
+    assert "(role tile_n)" in capsys.readouterr().out
+    assert main(["show", "my_axpy_plain", "--suite", suite]) == 0
+    page = capsys.readouterr().out
+    assert "(role other)" in page and "flag dims" in page
+
+
+def test_docs_families_table_is_current(specs: dict[str, KernelSpec]) -> None:
+    text = SUITE_DOC.read_text()
+    current = replace_families_table(text, families_markdown(specs, "default"))
+    assert current == text, "docs/suite.md is stale: run python -m corpus.suite doc"
+    assert "BLOCK_V (reduction_block)" in text and "| TRANS_B |" in text

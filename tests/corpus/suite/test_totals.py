@@ -25,8 +25,12 @@ def test_suite_size_per_scale(specs: dict[str, KernelSpec]) -> None:
     print("\n".join(lines))
     default = suite_totals(specs, "default")
     assert default.families >= MIN_FAMILIES, f"{default.families} families, goal {MIN_FAMILIES}"
-    assert default.runs >= MIN_DEFAULT_RUNS, f"{default.runs} runs at 'default', goal {MIN_DEFAULT_RUNS}"
+    assert default.runs >= MIN_DEFAULT_RUNS, (
+        f"{default.runs} runs at 'default', goal {MIN_DEFAULT_RUNS}"
+    )
     assert default.valid_configs >= MIN_DEFAULT_VALID_CONFIGS, (
         f"{default.valid_configs} valid configs at 'default', goal {MIN_DEFAULT_VALID_CONFIGS}"
     )
-    assert len({spec.category for spec in specs.values()}) >= 8, "families must spread over the categories"
+    assert len({spec.category for spec in specs.values()}) >= 8, (
+        "families must spread over the categories"
+    )

@@ -17,7 +17,7 @@ from tests.extract.kernels.call import call_kernel
 from tests.extract.kernels.control import if_else_kernel, while_kernel
 from tests.extract.kernels.dot import matmul_kernel
 from tests.extract.kernels.large import long_chain_kernel
-from tests.extract.kernels.loops import nested_loops_kernel, row_sum_kernel
+from tests.extract.kernels.loops import nested_loops_kernel, row_sum_kernel, staged_loop_kernel
 from tests.extract.kernels.pointwise import add_kernel
 from tests.extract.kernels.reduction import softmax_kernel
 from tests.extract.kernels.scan import cumsum_kernel
@@ -54,6 +54,7 @@ def cases() -> list[Case]:
         Case("atomics", atomic_kernel, {"x_ptr": _tensor(), "sum_ptr": _tensor(), "lock_ptr": _tensor(torch.int32), "n_elements": 1000, "BLOCK": 256}),
         Case("dot", matmul_kernel, {"a_ptr": _tensor(f16), "b_ptr": _tensor(f16), "c_ptr": _tensor(f16), "M": 512, "N": 512, "K": 512, "stride_am": 512, "stride_bk": 512, "stride_cm": 512, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}),
         Case("call", call_kernel, {"x_ptr": _tensor(), "out_ptr": _tensor(), "factor": 3.0, "BLOCK": 128}),
+        Case("staged_loop", staged_loop_kernel, {"x_ptr": _tensor(), "out_ptr": _tensor(), "n_cols": 1000, "BLOCK": 128, "STAGES": 3}, fixture=False),
         Case("large", long_chain_kernel, {"x_ptr": _tensor(), "y_ptr": _tensor(), "out_ptr": _tensor(), "n_elements": 4000, "BLOCK": 256, "TERMS": 72}, fixture=False),
     ]
 

@@ -1,4 +1,5 @@
-"""Loops: a for loop carrying an accumulator (iter_args) and two nested loops."""
+"""Loops: a for loop carrying an accumulator (iter_args), two nested loops, and a loop with
+its own pipelining depth (``tl.range(..., num_stages=...)``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,16 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def staged_loop_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in tl.range(0, n_cols, BLOCK, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK)
         acc += tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
     tl.store(out_ptr + row, tl.sum(acc, axis=0))

@@ -1,0 +1,55 @@
+"""``python -m corpus.ingest helion LOG.csv [--meta LOG.meta.jsonl] --out DATASET [--strict]``
+and ``python -m corpus.ingest tritonparse TRACE.ndjson --out DATASET [--strict]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from corpus.ingest.app import IngestConfig, ingest
+from corpus.ingest.problems import IngestError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m corpus.ingest",
+        description="Import Helion autotune logs or tritonparse traces into a dataset.",
+    )
+    sub = parser.add_subparsers(dest="format", required=True)
+    helion = sub.add_parser("helion", help="Helion's autotune CSV and its .meta.jsonl sidecar")
+    helion.add_argument("log", type=Path, help="LOG.csv")
+    helion.add_argument("--meta", type=Path, help="LOG.meta.jsonl (default: beside the CSV)")
+    trace = sub.add_parser("tritonparse", help="a tritonparse NDJSON trace")
+    trace.add_argument("log", type=Path, help="TRACE.ndjson")
+    for command in (helion, trace):
+        command.add_argument("--out", required=True, help="dataset directory or URL")
+        command.add_argument(
+            "--strict",
+            action="store_true",
+            help="stop at the first unknown or malformed record (default: skip it and count it)",
+        )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    config = IngestConfig(
+        format=args.format,
+        log=args.log,
+        out=args.out,
+        meta=getattr(args, "meta", None),
+        strict=args.strict,
+    )
+    try:
+        summary = ingest(config)
+    except (IngestError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in summary.lines(config.out):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

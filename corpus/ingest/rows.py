@@ -1,0 +1,134 @@
+"""Rows of an imported run, built with the harvest's row code.
+
+An importer describes each run as an :class:`ImportedRun` (kernel, signature, device, configs
+with the tool's outcome and timing); this module turns it into the same
+:class:`corpus.plan.PlannedRun` / :class:`corpus.bench_worker.BenchOutcome` values the harvest
+builds, so :func:`corpus.harvest.rows.measurement_row` and :func:`corpus.harvest.rows.run_row`
+fill the tables and the keys are derived as everywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from corpus.bench_worker import BenchOutcome
+from corpus.compile_worker import CompileOutcome
+from corpus.device import DeviceFacts
+from corpus.harvest.rows import measurement_row, run_row
+from corpus.plan import PlannedConfig, PlannedRun
+from corpus.run_writer import RunRows
+from corpus.suite.spec import Config
+from schemas.enums import Status, Timer
+from schemas.identity import kernel_id, run_id
+
+TIMING_QUANTILES = ("median_ms", "p20_ms", "p80_ms")
+
+
+@dataclass(frozen=True)
+class ImportedConfig:
+    """One config's outcome as the tool logged it. ``timing_ms`` holds what the tool measured
+    (``median_ms``, and ``p20_ms``/``p80_ms`` when it has them); ``launch`` the tool's own text
+    of the config; ``source_ref`` the tool's id of it."""
+
+    config: Config
+    status: str
+    error: str | None = None
+    timing_ms: Mapping[str, float] = field(default_factory=dict)
+    compile_time_s: float | None = None
+    ttir_id: str | None = None
+    ttgir_id: str | None = None
+    launch: str | None = None
+    source_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """One run of an imported log. ``device_model`` is what enters ``run_id`` for the device
+    (only what the log says about it); ``cache_hit`` marks a tuning served from the tool's
+    cache (then ``best`` is the cached choice and ``configs`` is empty)."""
+
+    kernel_source: str
+    entry_name: str
+    signature: Mapping[str, Any]
+    dims: Mapping[str, int]
+    dtype: str | None
+    facts: DeviceFacts
+    device_model: str
+    toolchain: Mapping[str, Any]
+    versions: Mapping[str, str]
+    source: str
+    source_ref: str | None
+    configs: tuple[ImportedConfig, ...]
+    ir_target: str | None = None
+    cache_hit: bool | None = None
+    best: Config | None = None
+    device_ir_id: str | None = None
+    source_path: str | None = None
+    graphs: Mapping[str, Mapping[str, pa.Table]] = field(default_factory=dict)
+
+
+def imported_rows(run: ImportedRun, harvest_id: str, started_at: datetime) -> RunRows:
+    """The rows of ``run`` (``runs.timer`` is ``external``: the tool measured)."""
+    kernel_key = kernel_id(run.kernel_source, run.entry_name)
+    planned = PlannedRun(
+        family=run.entry_name,
+        scale=None,  # type: ignore[arg-type]  # not from a suite scale
+        dims=dict(run.dims),
+        dtype=run.dtype,  # type: ignore[arg-type]
+        seed=None,  # type: ignore[arg-type]
+        run_id=run_id(kernel_key, run.signature, run.device_model, run.toolchain),
+        kernel_id=kernel_key,
+        signature=run.signature,
+        configs=tuple(PlannedConfig(c.config) for c in run.configs),
+        default_config_id=None,  # type: ignore[arg-type]  # an imported log has no untuned default
+        sizes=dict(run.dims),
+    )
+    arch = run.facts.arch
+    measurements = [
+        _measurement(planned, item, harvest_id, arch) for item in zip(planned.configs, run.configs)
+    ]
+    row = run_row(
+        planned, harvest_id, run.facts, run.versions, run.toolchain, {"timer": Timer.EXTERNAL.value},
+        measurements, None, None, started_at, ir_target=run.ir_target, source=run.source,  # type: ignore[arg-type]
+    )  # fmt: skip
+    row.update(
+        source_ref=run.source_ref, autotune_cache_hit=run.cache_hit, device_ir_id=run.device_ir_id
+    )
+    if run.cache_hit and run.best is not None:
+        row["best_config_id"] = run.best.id
+    kernel = {
+        "kernel_id": kernel_key,
+        "family": run.entry_name,
+        "category": None,
+        "suite": None,
+        "entry_name": run.entry_name,
+        "source": run.kernel_source,
+        "source_path": run.source_path,
+    }
+    return RunRows({k: dict(v) for k, v in run.graphs.items()}, kernel, measurements, row)
+
+
+def _measurement(
+    run: PlannedRun, item: tuple[PlannedConfig, ImportedConfig], harvest_id: str, arch: str
+) -> dict[str, Any]:
+    planned, imported = item
+    compiled = CompileOutcome(
+        Status.OK.value,
+        compile_time_s=imported.compile_time_s,
+        ttir_id=imported.ttir_id,
+        ttgir_id=imported.ttgir_id,
+    )
+    bench = BenchOutcome(imported.status, imported.error)
+    row = measurement_row(run, planned, harvest_id, arch, compiled, bench)
+    row.update(
+        {name: imported.timing_ms[name] for name in TIMING_QUANTILES if name in imported.timing_ms}
+    )
+    row["source_ref"] = imported.source_ref
+    if imported.launch is not None:
+        row["launch"] = imported.launch
+    return row

@@ -1,0 +1,358 @@
+"""Import a tritonparse trace (NDJSON, one event per line).
+
+Format read (:data:`FORMAT`): tritonparse >= 0.5 structured logs, as written by
+``tritonparse.structured_logging``:
+
+- ``compilation`` events (``payload.metadata``: Triton's kernel metadata with ``hash``,
+  ``name``, ``target``, ``num_warps``/``num_stages``/``num_ctas``/``maxnreg``,
+  ``src_constants`` by argument index, ``src_cache_key``, ``times`` in us;
+  ``payload.file_content``: the IR texts by file name; ``payload.python_source``: the kernel's
+  source) -> TTIR/TTGIR graphs, the kernel's source, each config's compile time and IR ids;
+- ``autotune`` events (``kernel_name``, ``cache_key``, ``autotune_key``, ``best_config``,
+  ``configs_timings`` as ``{str(triton.Config): [median, p20, p80] ms}``, ``cache_hit``) -> one
+  run each, a measurement per config (a cache hit: a run without measurements);
+- ``launch`` events (``name``, ``grid``, ``extracted_args``) -> the arguments of the run's
+  signature, when a launch of the tuned kernel is in the trace.
+
+Other event types are skipped and counted (``--strict``: an error). The device is known only
+by the compile target; ``runs.device_name`` is null.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corpus.device import DeviceFacts
+from corpus.identity import triton_type
+from corpus.ingest.problems import Problems
+from corpus.ingest.rows import ImportedConfig, ImportedRun
+from corpus.suite.spec import Config
+from extract.locations import package_relative
+from schemas.enums import Level, Source, Status
+
+FORMAT = "tritonparse NDJSON trace (tritonparse >= 0.5: compilation, autotune, launch events)"
+KNOWN_EVENTS = ("compilation", "autotune", "launch")
+
+_TORCH_TO_TRITON = {
+    "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64",
+    "torch.int8": "i8", "torch.uint8": "u8", "torch.int16": "i16", "torch.int32": "i32", "torch.int64": "i64",
+    "torch.bool": "i1", "torch.float8_e4m3fn": "fp8e4nv", "torch.float8_e5m2": "fp8e5",
+}  # fmt: skip
+_CONFIG_FIELD = re.compile(r"(?:^|, )(\w+): ")
+
+
+@dataclass
+class Compilation:
+    """One ``compilation`` event, reduced to what the rows need."""
+
+    line: int
+    name: str
+    hash: str
+    cache_key: str | None
+    target: str
+    metadata: dict[str, Any]
+    constants: dict[str, Any]
+    source: str
+    source_path: str | None
+    ir_texts: dict[str, str]
+    compile_time_s: float | None
+    graphs: dict[str, tuple[str, dict[str, Any]]] | None = None
+
+
+@dataclass
+class Trace:
+    compilations: list[Compilation] = field(default_factory=list)
+    autotunes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    launches: list[dict[str, Any]] = field(default_factory=list)
+
+
+def parse_config_text(text: str) -> Config:
+    """``str(triton.Config)`` ('BLOCK: 64, num_warps: 2, num_ctas: 1, num_stages: 3,
+    maxnreg: None, ...') as a :class:`Config`."""
+    marks = list(_CONFIG_FIELD.finditer(text))
+    if not marks:
+        raise ValueError(f"not a triton.Config text: {text!r}")
+    values: dict[str, Any] = {}
+    for index, mark in enumerate(marks):
+        end = marks[index + 1].start() if index + 1 < len(marks) else len(text)
+        raw = text[mark.end() : end].strip()
+        try:
+            values[mark.group(1)] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            values[mark.group(1)] = raw
+    options = ("num_warps", "num_ctas", "num_stages", "maxnreg", "ir_override", "pre_hook")
+    kwargs = {k: v for k, v in values.items() if k not in options}
+    return Config(
+        kwargs=kwargs,
+        num_warps=int(values.get("num_warps", 4)),
+        num_stages=int(values.get("num_stages", 3)),
+        num_ctas=int(values.get("num_ctas", 1) or 1),
+        maxnreg=values.get("maxnreg"),
+    )
+
+
+def _arg_names(source: str, entry: str) -> list[str]:
+    """Parameter names of ``def entry(...)`` in ``source`` (constants are keyed by index)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
+            return [a.arg for a in node.args.args]
+    return []
+
+
+def _target(raw: Any) -> str:
+    if isinstance(raw, Mapping):
+        return f"{raw.get('backend')}:{raw.get('arch')}"
+    return str(raw)
+
+
+def _compilation(line: int, event: Mapping[str, Any]) -> Compilation:
+    payload = event["payload"]
+    metadata = payload["metadata"]
+    name = str(metadata["name"])
+    python = payload.get("python_source") or {}
+    source = str(python.get("code") or "")
+    names = _arg_names(source, name)
+    constants: dict[str, Any] = {}
+    for key, value in (metadata.get("src_constants") or {}).items():
+        index = ast.literal_eval(key)[0] if key.startswith("(") else int(key)
+        constants[names[index] if index < len(names) else f"arg{index}"] = value
+    times = metadata.get("times") or {}
+    total_us = (
+        times.get("ir_initialization", 0)
+        + sum(t for _, t in times.get("lowering_stages", []))
+        + times.get("store_results", 0)
+    )
+    texts = {
+        level: content
+        for file_name, content in (payload.get("file_content") or {}).items()
+        for level in (Level.TTIR.value, Level.TTGIR.value)
+        if file_name.endswith(f".{level}")
+    }
+    return Compilation(
+        line=line,
+        name=name,
+        hash=str(metadata["hash"]),
+        cache_key=metadata.get("src_cache_key"),
+        target=_target(metadata.get("target")),
+        metadata=dict(metadata),
+        constants=constants,
+        source=source,
+        source_path=python.get("file_path"),
+        ir_texts=texts,
+        compile_time_s=None if metadata.get("cache_hit") or not times else total_us / 1e6,
+    )
+
+
+def read_trace(path: Path, problems: Problems) -> Trace:
+    """Every usable event of the trace; the rest go to ``problems``."""
+    trace = Trace()
+    for line, text in _lines(path):
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.report(path, line, f"not JSON ({exc.msg})")
+            continue
+        kind = event.get("event_type") if isinstance(event, dict) else None
+        if kind not in KNOWN_EVENTS:
+            problems.report(path, line, f"unknown event type {kind!r}")
+            continue
+        try:
+            if kind == "compilation":
+                trace.compilations.append(_compilation(line, event))
+            elif kind == "autotune":
+                parse_config_text(str(event["best_config"]))  # validate before use
+                trace.autotunes.append((line, event))
+            else:
+                trace.launches.append(event)
+        except (KeyError, TypeError, ValueError, IndexError, SyntaxError) as exc:
+            problems.report(path, line, f"malformed {kind} event ({type(exc).__name__}: {exc})")
+    return trace
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, 1):
+            if text.strip():
+                yield number, text
+
+
+def graphs_of(compilation: Compilation) -> dict[str, tuple[str, dict[str, Any]]]:
+    """ir_id -> (level, tables) of the compilation's TTIR and TTGIR graphs (built once)."""
+    from extract.graph import IrGraph
+
+    if compilation.graphs is None:
+        compilation.graphs = {}
+        for level, text in compilation.ir_texts.items():
+            graph = IrGraph.from_text(
+                text, level=level, target=compilation.target, source=f"<{compilation.name}.{level}>"
+            )
+            compilation.graphs[graph.ir_id] = (level, graph.to_arrow())
+    return compilation.graphs
+
+
+def _matches(compilation: Compilation, config: Config) -> bool:
+    meta = compilation.metadata
+    if (meta.get("num_warps"), meta.get("num_stages"), meta.get("num_ctas", 1)) != (
+        config.num_warps,
+        config.num_stages,
+        config.num_ctas,
+    ):
+        return False
+    return all(compilation.constants.get(k) == v for k, v in config.kwargs.items())
+
+
+def _launch_signature(launch: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    args = []
+    for name, info in ((launch or {}).get("extracted_args") or {}).items():
+        if info.get("type") == "tensor":
+            strides = "".join(
+                "0" if s == 0 else "1" if s == 1 else "n" for s in info.get("stride", [])
+            )
+            dtype = str(info.get("dtype"))
+            args.append(
+                {
+                    "name": name,
+                    "type": "*" + _TORCH_TO_TRITON.get(dtype, dtype),
+                    "shape": info.get("shape"),
+                    "strides": strides,
+                }
+            )
+        else:
+            value = info.get("value")
+            kind = (
+                triton_type(value)
+                if isinstance(value, (bool, int, float))
+                else str(info.get("type"))
+            )
+            args.append({"name": name, "type": kind, "value": value})
+    return args
+
+
+def _device(target: str) -> tuple[DeviceFacts, str]:
+    backend, _, arch = target.partition(":")
+    if backend == "cuda" and arch.isdigit():
+        capability = f"{int(arch) // 10}.{int(arch) % 10}"
+        return DeviceFacts(
+            device_kind="cuda", arch=f"sm_{arch}", device_name=None, compute_capability=capability
+        ), f"sm {capability}"  # type: ignore[arg-type]
+    return DeviceFacts(
+        device_kind=backend or "unknown", arch=arch or "unknown", device_name=None
+    ), target  # type: ignore[arg-type]
+
+
+def _timing(values: Any) -> tuple[str, dict[str, float], str | None]:
+    numbers = [float(v) for v in (values if isinstance(values, list) else [values])]
+    if not numbers or not all(math.isfinite(v) for v in numbers):
+        return (
+            Status.COMPILE_ERROR.value,
+            {},
+            "the autotuner's bench returned inf (OutOfResources, CompileTimeAssertionFailure or PTXASError)",
+        )
+    return Status.OK.value, dict(zip(("median_ms", "p20_ms", "p80_ms"), numbers)), None
+
+
+def autotune_runs(
+    trace: Trace, path: Path, problems: Problems
+) -> tuple[list[ImportedRun], set[str]]:
+    """One :class:`ImportedRun` per autotune event, and the hashes of the compilations the
+    runs use (the others are imported as IR graphs and kernels only)."""
+    runs: list[ImportedRun] = []
+    used: set[str] = set()
+    for line, event in trace.autotunes:
+        compilations = [
+            c
+            for c in trace.compilations
+            if c.cache_key == event.get("cache_key") and c.name == event.get("kernel_name")
+        ]
+        if not compilations:
+            problems.report(
+                path,
+                line,
+                f"autotune event of {event.get('kernel_name')!r} has no compilation event of its kernel in the trace",
+            )
+            continue
+        first = compilations[0]
+        launch = next((e for e in trace.launches if e.get("name") == first.name), None)
+        facts, model = _device(first.target)
+        cache_hit = bool(event.get("cache_hit"))
+        configs = []
+        for text, values in (event.get("configs_timings") or {}).items():
+            config = parse_config_text(text)
+            status, timing, error = _timing(values)
+            compiled = next((c for c in compilations if _matches(c, config)), None)
+            graphs = graphs_of(compiled) if compiled is not None else {}
+            ids = {level: ir for ir, (level, _) in graphs.items()}
+            if compiled is not None:
+                used.add(compiled.hash)
+            configs.append(
+                ImportedConfig(
+                    config=config, status=status, error=error, timing_ms=timing,
+                    compile_time_s=compiled.compile_time_s if compiled else None,
+                    ttir_id=ids.get(Level.TTIR.value), ttgir_id=ids.get(Level.TTGIR.value),
+                    source_ref=compiled.hash if compiled else None,
+                )
+            )  # fmt: skip
+        all_graphs = {
+            ir: tables
+            for c in compilations
+            if c.hash in used
+            for ir, (_, tables) in graphs_of(c).items()
+        }
+        key_text = str(event.get("autotune_key"))
+        runs.append(
+            ImportedRun(
+                kernel_source=first.source,
+                entry_name=first.name,
+                signature={
+                    "kernel": first.name,
+                    "autotune_key": key_text,
+                    "args": _launch_signature(launch),
+                },
+                dims={},
+                dtype=None,
+                facts=facts,
+                device_model=model,
+                toolchain={
+                    "triton": first.metadata.get("triton_version"),
+                    "source": Source.TRITONPARSE.value,
+                },
+                versions={"triton": str(first.metadata.get("triton_version"))},
+                source=Source.TRITONPARSE.value,
+                source_ref=f"{event.get('cache_key')}:{key_text}",
+                configs=() if cache_hit else tuple(configs),
+                ir_target=facts.arch if facts.arch.startswith("sm_") else None,
+                cache_hit=cache_hit,
+                best=parse_config_text(str(event["best_config"])),
+                source_path=package_relative(first.source_path) if first.source_path else None,
+                graphs=all_graphs,
+            )
+        )
+    return runs, used
+
+
+def kernel_row(compilation: Compilation) -> dict[str, Any]:
+    """The ``kernels`` row of a compilation's kernel (the trace's copy of its source)."""
+    from schemas.identity import kernel_id
+
+    return {
+        "kernel_id": kernel_id(compilation.source, compilation.name),
+        "family": compilation.name,
+        "category": None,
+        "suite": None,
+        "entry_name": compilation.name,
+        "source": compilation.source,
+        "source_path": package_relative(compilation.source_path)
+        if compilation.source_path
+        else None,
+    }

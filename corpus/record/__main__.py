@@ -1,0 +1,75 @@
+"""``python -m corpus.record --out DATASET [options] -- python workload.py ARGS``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from corpus.record.app import RecordCommand, record_workload
+from corpus.record.recorder import RecordError, RecordOptions
+from corpus.record.workload import WorkloadError, parse_command
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m corpus.record",
+        description="Run a Python workload and record every @triton.autotune tuning it does "
+        "(configs, timings, IR graphs, static stats) into a dataset.",
+        epilog="example: python -m corpus.record --out dataset -- python train.py --steps 10",
+    )
+    parser.add_argument("--out", required=True, help="dataset directory or URL")
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="auto: the interpreter when there is no GPU",
+    )
+    parser.add_argument(
+        "--target",
+        help="compile target of the IR graphs (default: the GPU's arch; sm_90 on the interpreter)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="interpreter bench: untimed calls per config (default 1)",
+    )
+    parser.add_argument(
+        "--rep", type=int, default=5, help="interpreter bench: timed calls per config (default 5)"
+    )
+    parser.add_argument("--no-ir", action="store_true", help="skip IR graphs and static stats")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        _parser().error("give the workload after '--', e.g. -- python workload.py")
+    split = argv.index("--")
+    args = _parser().parse_args(argv[:split])
+    try:
+        command = RecordCommand(
+            options=RecordOptions(
+                out=args.out,
+                target=args.target,
+                warmup=args.warmup,
+                rep=args.rep,
+                compile_ir=not args.no_ir,
+            ),
+            workload=parse_command(argv[split + 1 :]),
+            device=args.device,
+        )
+    except (RecordError, WorkloadError, ValueError) as exc:  # refused before the workload starts
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return record_workload(command)  # the workload's own exceptions propagate as usual
+    except RecordError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

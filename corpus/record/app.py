@@ -1,0 +1,69 @@
+"""``python -m corpus.record``: run a workload under the recorder and report what it wrote."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from corpus.record.recorder import Recorder, RecordError, RecordOptions, RecordSummary
+from corpus.record.workload import Workload, run_workload
+from corpus.settings import interpreter_selected, select_interpreter
+
+
+@dataclass(frozen=True)
+class RecordCommand:
+    """Everything ``python -m corpus.record`` accepts, parsed and typed."""
+
+    options: RecordOptions
+    workload: Workload
+    device: str = "auto"
+    """'auto' (the interpreter when there is no GPU), 'cpu' (always the interpreter) or 'cuda'."""
+
+
+def choose_device(device: str) -> None:
+    """Select the interpreter before the workload imports its kernels, as the harvest's
+    ``--device auto`` does; refuse 'cuda' without a GPU."""
+    import torch
+
+    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
+        if "triton" in sys.modules and not interpreter_selected():
+            # @triton.jit code imported already (Triton's own tl.sum, ...) cannot be interpreted
+            raise RecordError(
+                "Triton was imported before the interpreter could be selected; set TRITON_INTERPRET=1"
+            )
+        select_interpreter()
+    elif device == "cuda" and not torch.cuda.is_available():
+        raise RecordError(
+            "--device cuda: CUDA is not available here; use --device cpu (the interpreter)"
+        )
+    elif device == "cuda" and interpreter_selected():
+        raise RecordError("--device cuda: TRITON_INTERPRET is set; unset it to record on the GPU")
+
+
+def format_summary(out: str, summary: RecordSummary) -> str:
+    lines = [
+        f"recorded {summary.runs} run(s), {summary.measurements} measurement(s), "
+        f"{summary.ir_graphs} new IR graph(s) into {out} ({summary.record_s:.2f} s recording)",
+    ]
+    if summary.cache_hits or summary.cache_hits_in_memory:
+        lines.append(
+            f"autotune cache hits: {summary.cache_hits} from Triton's disk cache (runs without "
+            f"measurements), {summary.cache_hits_in_memory} already tuned in this process (not recorded)"
+        )
+    lines += [f"not recorded: {failure}" for failure in summary.failures]
+    return "\n".join(lines) + "\n"
+
+
+def record_workload(command: RecordCommand, out: TextIO | None = None) -> int:
+    """Run the workload under the recorder; returns the workload's exit status. An interrupt
+    (Ctrl-C) leaves every finished tuning committed and is re-raised."""
+    out = out or sys.stderr
+    choose_device(command.device)
+    recorder = Recorder(command.options)
+    try:
+        with recorder:
+            status = run_workload(command.workload)
+    finally:
+        out.write(format_summary(command.options.out, recorder.summary))
+    return status

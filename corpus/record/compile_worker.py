@@ -1,0 +1,123 @@
+"""Compile recorded configs in a worker process with Triton's compiler selected.
+
+A recording on the interpreter runs in a process where ``@triton.jit`` functions -- Triton's
+own standard library (``tl.sum``, ``tl.cdiv``, ...) included -- were made interpretable when
+they were defined; such a process cannot compile them for a GPU target. The worker imports
+the kernel's module afresh with ``TRITON_INTERPRET=0`` (by file path, see
+:func:`extract.kernel_loading.import_kernel_module`) and compiles there. The module's
+top-level code runs in the worker, as it would under any ``spawn`` multiprocessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from corpus.compile_worker import CompileOutcome
+from corpus.record.compiled import compile_config
+from corpus.suite.spec import Config
+from schemas.enums import Status
+
+FACTORY = "corpus.record.compile_worker:make_handler"
+
+
+@dataclass(frozen=True)
+class RecordCompileInit:
+    target: str
+
+
+@dataclass(frozen=True)
+class RecordCompileTask:
+    """One config of a recorded call: the kernel by file and name, its arguments (tensors as
+    meta tensors of the same shape, strides and dtype), the config."""
+
+    path: str
+    entry: str
+    args: Mapping[str, Any]
+    config: Config
+
+
+def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The call's arguments with tensors replaced by meta tensors (no data crosses the pipe;
+    the compiler reads only dtype and pointer alignment, and a meta tensor is aligned)."""
+    import torch
+
+    return {
+        name: torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
+        if torch.is_tensor(v)
+        else v
+        for name, v in args.items()
+    }
+
+
+class RecordCompileHandler:
+    def __init__(self, init: RecordCompileInit) -> None:
+        self.init = init
+        self.kernels: dict[tuple[str, str], Any] = {}
+
+    def _kernel(self, path: str, entry: str) -> Any:
+        from extract.kernel_loading import import_kernel_module, unwrap
+
+        key = (path, entry)
+        if key not in self.kernels:
+            self.kernels[key] = unwrap(getattr(import_kernel_module(path), entry), entry).fn
+        return self.kernels[key]
+
+    def __call__(self, task: RecordCompileTask) -> tuple[CompileOutcome, str | None]:
+        try:
+            jit = self._kernel(task.path, task.entry)
+        except Exception as exc:
+            return CompileOutcome(
+                Status.COMPILE_ERROR.value,
+                f"cannot load {task.entry} from {task.path}: {exc}"[:400],
+            ), None
+        return compile_config(jit, task.args, task.config, self.init.target, always_compile=True)
+
+
+def make_handler(init: RecordCompileInit) -> RecordCompileHandler:
+    """Factory named in ``WorkerProcess(factory=FACTORY)``."""
+    return RecordCompileHandler(init)
+
+
+class WorkerCompiler:
+    """A :data:`corpus.record.rows.Compiler` that compiles in one persistent worker process
+    (started at construction, so before the workload runs as ``__main__``), killed and
+    respawned when a compile outlives ``timeout_s``."""
+
+    def __init__(
+        self, target: str, environment: Mapping[str, str], timeout_s: float = 120.0
+    ) -> None:
+        from corpus.workers import WorkerProcess
+
+        self.timeout_s = timeout_s
+        self.worker = WorkerProcess(
+            "record-compile", FACTORY, RecordCompileInit(target), environment
+        )
+        self.worker.start()
+
+    def __call__(
+        self, fn: Any, args: Mapping[str, Any], config: Config
+    ) -> tuple[CompileOutcome, str | None]:
+        import inspect
+
+        from corpus.workers import WorkerCrashed, WorkerError, WorkerTimeout
+
+        task = RecordCompileTask(
+            inspect.getsourcefile(fn.fn) or "", fn.fn.__name__, portable_args(args), config
+        )
+        try:
+            return self.worker.call(task, self.timeout_s)
+        except WorkerTimeout:
+            return CompileOutcome(
+                Status.COMPILE_TIMEOUT.value,
+                f"compile exceeded {self.timeout_s:g} s; worker killed",
+            ), None
+        except (WorkerCrashed, WorkerError) as exc:
+            lines = str(exc).strip().splitlines()
+            return CompileOutcome(
+                Status.COMPILE_ERROR.value, (lines[-1] if lines else "compile worker failed")[:400]
+            ), None
+
+    def close(self) -> None:
+        self.worker.close()

@@ -1,0 +1,91 @@
+"""Compile one recorded config for an explicit target: IR graphs, static stats, binary hash.
+
+The same extraction the harvest's compile worker does, run in the recording process on the
+recorded call's own arguments (real tensors: only dtype and alignment matter to the compiler).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from corpus.binary import binary_hash
+from corpus.compile_worker import CompileOutcome, classify_compile_error
+from corpus.suite.spec import Config
+from schemas.enums import Level, Status
+
+
+def _short(exc: BaseException, limit: int = 400) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    text = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def call_arguments(jit: Any, args: Mapping[str, Any], config: Config) -> dict[str, Any]:
+    """Every parameter of ``jit`` for one config: the call's arguments, the config's
+    meta-parameters, and the defaults of constexpr parameters nobody set."""
+    merged = {**args, **config.kwargs}
+    for param in jit.params:
+        if param.name not in merged and param.is_constexpr and param.has_default:
+            merged[param.name] = param.default
+    return {name: merged[name] for name in jit.arg_names if name in merged}
+
+
+@contextlib.contextmanager
+def _compiler_mode() -> Iterator[None]:
+    """Triton's code generator, not its interpreter, for the duration of a compile: a
+    recording on the interpreter still extracts the IR the kernel compiles to for the target.
+    (``knobs.runtime.scope`` restores the knob and its environment variable afterwards.)"""
+    from triton import knobs
+
+    with knobs.runtime.scope():
+        knobs.runtime.interpret = False
+        yield
+
+
+def compile_config(
+    jit: Any, args: Mapping[str, Any], config: Config, target: str, *, always_compile: bool
+) -> tuple[CompileOutcome, str | None]:
+    """(outcome, Triton's metadata hash of the compiled kernel) for one config.
+
+    ``always_compile`` times a real compile (the interpreter compiled nothing); otherwise
+    Triton's on-disk cache serves the compile the workload itself did."""
+    from extract.compile import compile_call
+    from extract.graph import IrGraph
+    from extract.sass import static_stats
+
+    try:
+        with _compiler_mode():
+            result = compile_call(
+                jit,
+                call_arguments(jit, args, config),
+                target=target,
+                always_compile=always_compile,
+                **config.compile_options(),
+            )
+    except Exception as exc:
+        return CompileOutcome(classify_compile_error(exc), _short(exc)), None
+    outcome = CompileOutcome(
+        Status.OK.value,
+        compile_time_s=result.compile_time_s,
+        cache_hit=bool(result.metadata.get("cache_hit")),
+    )
+    outcome.binary_hash = binary_hash(result.asm, result.metadata)
+    for level in (Level.TTIR.value, Level.TTGIR.value):
+        if level in result.asm:
+            graph = IrGraph.from_compiled(result, level)
+            outcome.graphs[graph.ir_id] = graph.to_arrow()
+            setattr(outcome, f"{level}_id", graph.ir_id)
+    cubin = result.asm.get("cubin")
+    if isinstance(cubin, (bytes, bytearray)):
+        stats = static_stats(
+            bytes(cubin),
+            kernel_name=result.metadata.get("name"),
+            dynamic_shared_bytes=result.metadata.get("shared"),
+        )
+        outcome.stats = stats.to_row()
+    else:
+        outcome.stats = {"stats_note": f"no cubin for {target}"}
+    digest = result.metadata.get("hash")
+    return outcome, None if digest is None else str(digest)

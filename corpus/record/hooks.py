@@ -1,0 +1,294 @@
+"""Triton's hooks, installed for the duration of a recording and removed afterwards.
+
+- ``knobs.autotuning.listener`` (Triton 3.9 has it, 3.6 does not: feature-detected) reports
+  each finished tuning: the configs benchmarked with their timings, the best one, and whether
+  Triton's autotune cache served it. Where the installed Triton has no such knob, and on the
+  interpreter (Triton's listener call walks ``.fn`` to a ``JITFunction`` and fails on an
+  interpreted kernel), the same event is derived from the autotuner's state around each call
+  (``Autotuner.cache`` gains the new key, ``configs_timings`` holds the timings) -- the
+  "equivalent wrapper" of the autotuner.
+- ``knobs.compilation.listener`` reports each compile: its metadata hash and stage times, so a
+  GPU workload's own compile times are recorded (the interpreter never compiles).
+- ``Autotuner.run`` is wrapped to see the actual arguments of the tuned call (the listener does
+  not pass them) and, on the interpreter, to hand the autotuner a CPU-time bench (Triton's own
+  benchmarker needs a GPU driver).
+
+The knob listeners go through :mod:`extract.triton_compat` (chained to the hooks installed
+before, which are back in place on exit); ``Autotuner.run`` is restored on exit too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from corpus.timing import ThreadCpuTimer, measure, summarize
+
+__all__ = ["AutotuneEvent", "BenchedConfig", "CpuBench", "TritonHooks", "has_autotune_listener"]
+
+
+@dataclass
+class BenchedConfig:
+    """What the recorder's CPU bench saw of one config: per-rep samples (ms) or the error."""
+
+    samples_ms: list[float] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class AutotuneEvent:
+    """One finished tuning of one autotuned kernel for one key.
+
+    ``fn`` is the ``JITFunction``; ``autotuner`` the ``triton.runtime.Autotuner``; ``args`` the
+    call's arguments by parameter name (positional ones bound, keyword ones as passed, launch
+    options such as ``grid`` removed); ``grid`` the call's grid (a tuple or a callable of the
+    meta-parameters); ``timings`` maps each benchmarked ``triton.Config`` to what the
+    autotuner's bench returned (ms: median, p20, p80; ``inf`` for a failed config); ``benched``
+    holds, in the same order, what the recorder's CPU bench measured (empty on a GPU, where
+    Triton's bench ran); ``cache_hit`` is True when Triton's autotune cache served the result.
+    """
+
+    fn: Any
+    autotuner: Any
+    key: tuple[Any, ...]
+    args: dict[str, Any]
+    grid: Any
+    timings: dict[Any, list[float]]
+    best: Any
+    cache_hit: bool
+    duration_s: float | None
+    benched: list[BenchedConfig]
+
+
+_LAUNCH_OPTIONS = ("grid", "warmup")
+"""Keyword arguments of ``Autotuner.run`` that are launch options, not kernel arguments."""
+
+
+class CpuBench:
+    """The bench the recorder supplies to Triton's autotuner on the interpreter: CPU time of
+    the launching thread (:class:`corpus.timing.ThreadCpuTimer`), ``warmup`` untimed then
+    ``rep`` timed calls. Returns what Triton's ``do_bench`` returns for ``quantiles``."""
+
+    def __init__(self, warmup: int, rep: int) -> None:
+        self.warmup = warmup
+        self.rep = rep
+        self.timer = ThreadCpuTimer()
+
+    def __call__(
+        self, kernel_call: Callable[[], Any], quantiles: tuple[float, ...] | None = None, **_: Any
+    ) -> Any:
+        benched = BenchedConfig()
+        _current_call().benched.append(benched)
+        try:
+            benched.samples_ms = measure(self.timer, kernel_call, None, self.warmup, self.rep)
+        except BaseException as exc:
+            benched.error = exc
+            raise
+        stats = summarize(benched.samples_ms)
+        by_quantile = {0.5: stats.median_ms, 0.2: stats.p20_ms, 0.8: stats.p80_ms}
+        if quantiles is None:
+            return stats.mean_ms
+        return [by_quantile.get(q, stats.median_ms) for q in quantiles]
+
+
+@dataclass
+class _Call:
+    """One ``Autotuner.run`` call in flight. The arguments are bound to names only when a
+    tuning is recorded: launches of tuned keys, the common case, pay for nothing else."""
+
+    autotuner: Any
+    positional: tuple[Any, ...]
+    keywords: dict[str, Any]
+    benched: list[BenchedConfig] = field(default_factory=list)
+
+    @property
+    def args(self) -> dict[str, Any]:
+        bound = dict(zip(self.autotuner.arg_names, self.positional))
+        bound.update({k: v for k, v in self.keywords.items() if k not in _LAUNCH_OPTIONS})
+        return bound
+
+    @property
+    def grid(self) -> Any:
+        return self.keywords.get("grid")
+
+
+_local = threading.local()
+
+
+def _stack() -> list[_Call]:
+    if not hasattr(_local, "calls"):
+        _local.calls = []
+    return _local.calls
+
+
+def _current_call() -> _Call:
+    stack = _stack()
+    if not stack:
+        raise RuntimeError("the recorder's bench was called outside an autotuned launch")
+    return stack[-1]
+
+
+def _jit_function(obj: Any) -> Any:
+    """The innermost Triton kernel object under autotune/heuristics wrappers: a
+    ``JITFunction``, or the interpreter's ``InterpretedFunction`` (both wrap the Python
+    function as ``.fn``)."""
+    while hasattr(getattr(obj, "fn", None), "fn"):
+        obj = obj.fn
+    return obj
+
+
+def has_autotune_listener() -> bool:
+    """Whether the installed Triton reports tunings through ``knobs.autotuning.listener``."""
+    from triton import knobs
+
+    return hasattr(getattr(knobs, "autotuning", None), "listener")
+
+
+def _compile_total_s(times: Any) -> float | None:
+    try:
+        return (times.ir_initialization + times.total_lowering + times.store_results) / 1e6
+    except AttributeError:
+        return None
+
+
+class TritonHooks:
+    """Installs the hooks (see the module docstring) and calls ``on_event`` for each tuning.
+
+    ``bench`` is the CPU bench to supply on the interpreter (None on a GPU).
+    ``use_listener=False`` forces the wrapper-derived events even where the knob exists (the
+    path older Triton versions take; tests exercise it here).
+    """
+
+    def __init__(
+        self,
+        on_event: Callable[[AutotuneEvent], None],
+        bench: CpuBench | None,
+        use_listener: bool | None = None,
+    ) -> None:
+        self.on_event = on_event
+        self.bench = bench
+        self.use_listener = has_autotune_listener() if use_listener is None else use_listener
+        self.compile_times: dict[str, float | None] = {}
+        """Metadata hash -> compile seconds (None when Triton's cache served it), as the
+        workload compiled."""
+        self.cache_hits_in_memory = 0
+        """Tuned calls served from the autotuner's in-memory cache (no event, nothing written)."""
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[TritonHooks]:
+        from triton.runtime import Autotuner
+
+        from extract.triton_compat import autotuning_listener, compilation_listener
+
+        original_run = Autotuner.run
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(compilation_listener(self._on_compile))
+            if self.use_listener:
+                stack.enter_context(autotuning_listener(self._on_autotune))
+            Autotuner.run = self._wrap_run(original_run)
+            try:
+                yield self
+            finally:
+                Autotuner.run = original_run
+
+    # -- hooks (extract.triton_compat chains them to the ones installed before) ---------------
+
+    def _on_compile(
+        self, *, metadata: dict[str, Any], times: Any, cache_hit: bool, **_: Any
+    ) -> None:
+        digest = metadata.get("hash")
+        if digest is not None:
+            self.compile_times[str(digest)] = None if cache_hit else _compile_total_s(times)
+
+    def _on_autotune(
+        self,
+        *,
+        key: tuple[Any, ...],
+        best_config: Any,
+        configs_timings: dict[Any, list[float]],
+        duration: float | None,
+        cache_hit: bool,
+        **_: Any,
+    ) -> None:
+        stack = _stack()
+        if not stack:  # a tuning outside any wrapped call (the autotuner's run was captured
+            return  # before recording started): nothing to bind its arguments to
+        self._emit(stack[-1], key, best_config, configs_timings, cache_hit, duration)
+
+    def _wrap_run(self, original_run: Callable[..., Any]) -> Callable[..., Any]:
+        hooks = self
+
+        def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+            call = _Call(autotuner, args, kwargs)
+            keys_before = len(autotuner.cache)  # the cache only grows: new keys come last
+            bench_time_before = getattr(autotuner, "bench_time", None)
+            supplied = hooks._supply_bench(autotuner)
+            stack = _stack()
+            stack.append(call)
+            try:
+                return original_run(autotuner, *args, **kwargs)
+            finally:
+                stack.pop()
+                if supplied:
+                    del autotuner.__dict__["do_bench"]
+                if len(autotuner.cache) == keys_before:
+                    hooks.cache_hits_in_memory += len(autotuner.configs) > 1
+                elif not hooks.use_listener:
+                    hooks._derive_events(call, keys_before, bench_time_before)
+
+        return run
+
+    def _supply_bench(self, autotuner: Any) -> bool:
+        """Hand the autotuner the CPU bench unless it brought its own ``do_bench``.
+        ``Autotuner.do_bench`` is a cached property: an instance attribute takes its place."""
+        if self.bench is None or getattr(autotuner, "_do_bench", None) is not None:
+            return False
+        if "do_bench" in autotuner.__dict__:
+            return False
+        autotuner.__dict__["do_bench"] = self.bench
+        return True
+
+    def _derive_events(self, call: _Call, keys_before: int, bench_time_before: Any) -> None:
+        """The listener's events from the autotuner's state, for Triton versions without
+        ``knobs.autotuning.listener`` (and the interpreter, where Triton's listener fails)."""
+        autotuner = call.autotuner
+        timings = getattr(autotuner, "configs_timings", None)
+        bench_time = getattr(autotuner, "bench_time", None)
+        for key in list(autotuner.cache)[keys_before:]:
+            if timings is None or len(timings) < 2:
+                continue  # one config left after pruning: nothing was benchmarked
+            cache_hit = bench_time is bench_time_before  # Triton's disk cache answered
+            self._emit(
+                call,
+                key,
+                autotuner.cache[key],
+                timings,
+                cache_hit,
+                None if cache_hit else bench_time,
+            )
+
+    def _emit(
+        self,
+        call: _Call,
+        key: tuple[Any, ...],
+        best: Any,
+        timings: dict[Any, list[float]],
+        cache_hit: bool,
+        duration: float | None,
+    ) -> None:
+        event = AutotuneEvent(
+            fn=_jit_function(call.autotuner),
+            autotuner=call.autotuner,
+            key=tuple(key),
+            args=dict(call.args),
+            grid=call.grid,
+            timings=dict(timings),
+            best=best,
+            cache_hit=bool(cache_hit),
+            duration_s=duration,
+            benched=list(call.benched),
+        )
+        self.on_event(event)

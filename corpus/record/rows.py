@@ -1,0 +1,252 @@
+"""Rows of one recorded autotune event, built with the harvest's own row code.
+
+A recorded tuning becomes a :class:`corpus.plan.PlannedRun` (kernel id, signature from the
+actual arguments, run id) with one :class:`corpus.plan.PlannedConfig` per config, and each
+benchmarked config a :class:`corpus.bench_worker.BenchOutcome` -- so
+:func:`corpus.harvest.rows.measurement_row` and :func:`corpus.harvest.rows.run_row` build the
+rows exactly as they do for a harvest, and the keys are derived the same way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from corpus.bench_worker import BenchOutcome
+from corpus.compile_worker import CompileOutcome, classify_compile_error
+from corpus.device import DeviceFacts
+from corpus.harvest.rows import measurement_row, run_row
+from corpus.identity import stride_pattern, triton_type
+from corpus.plan import PlannedConfig, PlannedRun
+from corpus.record.hooks import AutotuneEvent, BenchedConfig
+from corpus.run_writer import RunRows
+from corpus.suite.spec import Config
+from extract.locations import package_relative, publishable_message
+from schemas.enums import Source, Status
+from schemas.identity import kernel_id, run_id
+
+PRUNED = "pruned by the autotuner (early_config_prune / perf_model) before benchmarking"
+INF_TIMING = (
+    "the autotuner's bench returned inf (OutOfResources, CompileTimeAssertionFailure or PTXASError)"
+)
+
+
+Compiler = Callable[[Any, Mapping[str, Any], Config], tuple[CompileOutcome, "str | None"]]
+"""Compiles one config of a recorded call (kernel, call arguments, config) for the recording's
+target: (outcome with graphs and static stats, Triton's metadata hash)."""
+
+
+@dataclass(frozen=True)
+class RecordContext:
+    """What is fixed for a whole recording (one per process)."""
+
+    harvest_id: str
+    facts: DeviceFacts
+    versions: Mapping[str, str]
+    toolchain: Mapping[str, Any]
+    ir_target: str
+    """Target the IR graphs and static stats are compiled for."""
+    interpreter: bool
+    bench_settings: Mapping[str, Any]
+    """``timer``, ``warmup``, ``rep`` ... columns of ``runs``."""
+    compiler: Compiler | None = None
+    """None: no IR graphs or static stats."""
+
+
+EventRows = RunRows
+"""The rows of one recorded event (see :class:`corpus.run_writer.RunRows`)."""
+
+
+def kernel_function(fn: Any) -> Any:
+    """A ``JITFunction`` for ``fn`` (the interpreter's ``InterpretedFunction`` wraps the same
+    Python function; compiling for a target needs the JIT's view of it)."""
+    from triton.runtime import JITFunction
+
+    return fn if isinstance(fn, JITFunction) else JITFunction(fn.fn)
+
+
+def kernel_source(fn: Any) -> tuple[str, str, str]:
+    """(text of the module file defining ``fn``, entry name, package-relative path)."""
+    path = inspect.getsourcefile(fn.fn)
+    if path is None:
+        raise ValueError(f"cannot find the source file of kernel {fn.__name__}")
+    return Path(path).read_text(), fn.fn.__name__, package_relative(path)
+
+
+def argument_signature(jit: Any, args: Mapping[str, Any], tuned: set[str]) -> dict[str, Any]:
+    """What ``run_id`` hashes about a recorded call: every argument the caller passed (names,
+    Triton types, shapes, stride patterns, scalar values); meta-parameters the autotuner sets
+    are per config, not part of the run."""
+    import torch
+
+    constexprs = {p.name for p in jit.params if p.is_constexpr}
+    entries = []
+    for name in jit.arg_names:
+        if name not in args or name in tuned:
+            continue
+        value = args[name]
+        entry: dict[str, Any] = {"name": name}
+        if torch.is_tensor(value):
+            entry.update(
+                type=triton_type(value), shape=list(value.shape), strides=stride_pattern(value)
+            )
+        else:
+            entry["type"] = "constexpr" if name in constexprs else triton_type(value)
+            entry["value"] = (
+                value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
+            )
+        entries.append(entry)
+    return {"kernel": jit.__name__, "args": entries}
+
+
+def as_config(config: Any) -> Config:
+    """A ``triton.Config`` as the suite's :class:`Config` (what ``config_id`` hashes)."""
+    return Config(
+        kwargs=dict(config.kwargs),
+        num_warps=int(config.num_warps),
+        num_stages=int(config.num_stages),
+        num_ctas=int(getattr(config, "num_ctas", 1) or 1),
+        maxnreg=getattr(config, "maxnreg", None),
+    )
+
+
+def _grid(grid: Any, args: Mapping[str, Any], config: Config) -> tuple[int, ...] | None:
+    try:
+        value = grid({**args, **config.kwargs}) if callable(grid) else grid
+        return tuple(int(g) for g in value) if value is not None else None
+    except Exception:  # a grid function that needs more than the arguments: unknown
+        return None
+
+
+def _bench_outcome(timing: list[float], benched: BenchedConfig | None) -> BenchOutcome:
+    if benched is not None and benched.error is not None:
+        return BenchOutcome(
+            classify_compile_error(benched.error),
+            f"{type(benched.error).__name__}: {benched.error}"[:400],
+        )
+    if not timing or not math.isfinite(timing[0]):
+        return BenchOutcome(Status.COMPILE_ERROR.value, INF_TIMING)
+    return BenchOutcome(Status.OK.value, samples_ms=list(benched.samples_ms) if benched else [])
+
+
+def _quantile_columns(timing: list[float]) -> dict[str, Any]:
+    """Timing columns from the autotuner's own bench (median, p20, p80 in ms; no samples)."""
+    names = ("median_ms", "p20_ms", "p80_ms")
+    return {name: float(value) for name, value in zip(names, timing) if math.isfinite(value)}
+
+
+def _planned_run(
+    event: AutotuneEvent, context: RecordContext, kernel_key: str, entry: str
+) -> PlannedRun:
+    """The recorded tuning as a planned run: benchmarked configs first (in the autotuner's
+    order), then the pruned ones as ``skipped``. Problem dims are the integer arguments the
+    autotuner keys on."""
+    jit = kernel_function(event.fn)
+    benchmarked = [as_config(c) for c in event.timings]
+    all_configs = [as_config(c) for c in event.autotuner.configs]
+    tuned = {name for config in all_configs + benchmarked for name in config.kwargs}
+    signature = argument_signature(jit, event.args, tuned)
+    dims = {
+        name: int(event.args[name])
+        for name in event.autotuner.keys
+        if isinstance(event.args.get(name), int) and not isinstance(event.args.get(name), bool)
+    }
+    tensors = [v for v in event.args.values() if hasattr(v, "dtype") and hasattr(v, "shape")]
+    benched_ids = {c.id for c in benchmarked}
+    planned = [PlannedConfig(c, None, _grid(event.grid, event.args, c)) for c in benchmarked]
+    if not event.cache_hit:
+        planned += [
+            PlannedConfig(c, PRUNED, _grid(event.grid, event.args, c))
+            for c in all_configs
+            if c.id not in benched_ids
+        ]
+    return PlannedRun(
+        family=entry,
+        scale=None,  # type: ignore[arg-type]  # not from a suite scale
+        dims=dims,
+        dtype=str(tensors[0].dtype).removeprefix("torch.") if tensors else None,  # type: ignore[arg-type]
+        seed=None,  # type: ignore[arg-type]
+        run_id=run_id(kernel_key, signature, context.facts.model, context.toolchain),
+        kernel_id=kernel_key,
+        signature=signature,
+        configs=tuple(planned),
+        default_config_id=None,  # type: ignore[arg-type]  # a recorded kernel has no untuned default
+        sizes=dims,
+    )
+
+
+def _compiled(
+    context: RecordContext,
+    compile_times: Mapping[str, float | None],
+    event: AutotuneEvent,
+    config: Config,
+) -> CompileOutcome:
+    """IR graphs, static stats and compile time of one config (an empty outcome without a
+    compiler). A config that does not compile for the target keeps its bench outcome; only its
+    IR is missing, and ``stats_note`` says why."""
+    if context.compiler is None:
+        return CompileOutcome(Status.OK.value)
+    compiled, triton_hash = context.compiler(event.fn, event.args, config)
+    if triton_hash in compile_times:  # the workload's own compile (None: Triton's cache served it)
+        compiled.compile_time_s = compile_times[triton_hash]
+    if compiled.status != Status.OK.value:
+        note = f"IR compile for {context.ir_target} failed: {compiled.error}"
+        compiled.stats["stats_note"] = publishable_message(note)
+        compiled.status, compiled.error = Status.OK.value, None
+    return compiled
+
+
+def event_rows(
+    event: AutotuneEvent,
+    context: RecordContext,
+    started_at: datetime,
+    compile_times: Mapping[str, float | None],
+) -> EventRows:
+    """All rows of one event. A cache hit of Triton's autotune cache is a run with no
+    measurements (nothing was benchmarked now), ``autotune_cache_hit`` set and the cached
+    choice as ``best_config_id``."""
+    jit = kernel_function(event.fn)
+    source, entry, source_path = kernel_source(jit)
+    kernel_key = kernel_id(source, entry)
+    run = _planned_run(event, context, kernel_key, entry)
+    timings = list(event.timings.values())
+    use_samples = len(event.benched) == len(timings)
+    graphs: dict[str, dict[str, pa.Table]] = {}
+    measurements: list[dict[str, Any]] = []
+    for index, item in enumerate(() if event.cache_hit else run.configs):
+        if item.skip_reason is not None:
+            measurements.append(
+                measurement_row(run, item, context.harvest_id, context.facts.arch, None, None)
+            )
+            continue
+        bench = _bench_outcome(timings[index], event.benched[index] if use_samples else None)
+        compiled = _compiled(context, compile_times, event, item.config)
+        graphs.update(compiled.graphs)
+        row = measurement_row(run, item, context.harvest_id, context.facts.arch, compiled, bench)
+        if not bench.samples_ms and bench.status == Status.OK.value:
+            row.update(_quantile_columns(timings[index]))
+        measurements.append(row)
+    row = run_row(
+        run, context.harvest_id, context.facts, context.versions, context.toolchain, context.bench_settings,
+        measurements, None, None, started_at, ir_target=context.ir_target, source=Source.RECORD.value,  # type: ignore[arg-type]
+    )  # fmt: skip
+    row["autotune_cache_hit"] = event.cache_hit
+    if event.cache_hit:
+        row["best_config_id"] = as_config(event.best).id
+    kernel = {
+        "kernel_id": kernel_key,
+        "family": entry,
+        "category": None,
+        "suite": jit.fn.__module__,
+        "entry_name": entry,
+        "source": source,
+        "source_path": source_path,
+    }
+    return EventRows(graphs, kernel, measurements, row)

@@ -1,0 +1,251 @@
+"""One harvest per run: choosing among, or pooling, the repeats of a run.
+
+Every harvest invocation has its own ``harvest_id``, so a run harvested twice has two ``runs``
+rows and two measurements per config; resume per (run_id, config_id) can also spread one run's
+configs over several harvests. Training scripts want one label per (run, config). The reader
+offers three views (``read_table(..., harvests=...)``):
+
+- ``all``: every committed row, repeats included (the stored truth).
+- ``latest``: per (run_id, config_id) the measurement of the most recent harvest that has
+  one; per run_id the most recent ``runs`` row. "Recent" is the run's ``finished_at`` (when
+  its runs row committed it), ties broken by the larger ``harvest_id``.
+- ``pooled``: one measurement per (run_id, config_id) whose ``samples_ms`` concatenates the
+  samples of every repeat (oldest harvest first) and whose timing statistics are recomputed
+  from them with the harvest's definitions (median; mean; min; max; 20th/80th percentiles
+  with linear interpolation; population standard deviation; n_reps). ``status`` is ``ok``
+  only when every repeat was ok; otherwise status, error and max_abs_error are those of the
+  latest failed repeat. Every other column is the latest repeat's. ``runs`` rows: as latest.
+
+Pure functions over pyarrow tables; the reader does the IO.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.enums import Status
+
+HARVEST_MODES: tuple[str, ...] = ("all", "latest", "pooled")
+"""Values of the reader's ``harvests`` option."""
+
+RECENCY = "finished_at"
+"""runs column ordering the harvests of one run (the commit time of its runs row)."""
+
+GROUP_KEYS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id",),
+    "measurements": ("run_id", "config_id"),
+}
+"""Tables the option applies to, and what one row per group means there. Content-keyed
+tables already hold one row per key."""
+
+TIMING = (
+    "median_ms",
+    "mean_ms",
+    "min_ms",
+    "max_ms",
+    "p20_ms",
+    "p80_ms",
+    "std_ms",
+    "n_reps",
+    "samples_ms",
+)
+FAILURE = ("status", "error", "max_abs_error")
+OK = Status.OK.value
+
+
+def check_mode(harvests: str, table: str, committed_only: bool) -> None:
+    """Refuse a bad ``harvests`` value (or one that needs committed rows) before any IO."""
+    if harvests not in HARVEST_MODES:
+        raise ValueError(
+            f"harvests must be one of {', '.join(map(repr, HARVEST_MODES))}; got {harvests!r}"
+        )
+    if harvests != "all" and table == "measurements" and not committed_only:
+        raise ValueError(
+            f"harvests={harvests!r} ranks harvests by their runs rows, so it needs committed_only=True"
+        )
+
+
+def needed_columns(table: str, harvests: str) -> tuple[str, ...]:
+    """Columns the selection reads besides those asked for."""
+    if harvests == "all" or table not in GROUP_KEYS:
+        return ()
+    keys = (*GROUP_KEYS[table], "harvest_id")
+    if table == "runs":
+        return (*keys, RECENCY)
+    return (*keys, *TIMING, *FAILURE) if harvests == "pooled" else keys
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Row indices of each group, latest harvest first, groups in first-row order."""
+
+    latest: pa.Array
+    members: pa.ListArray
+
+
+def _groups(rows: pa.Table, group_key: tuple[str, ...], recency: pa.Table | None) -> _Groups:
+    """``recency``: (run_id, harvest_id, finished_at) of the committed runs."""
+    names = [*group_key, "harvest_id", *([RECENCY] if RECENCY in rows.column_names else [])]
+    keyed = rows.select(names).append_column("__row", pa.array(range(rows.num_rows), pa.int64()))
+    if RECENCY not in keyed.column_names and recency is not None:  # measurements: ask the runs
+        keyed = keyed.join(
+            recency.select(["run_id", "harvest_id", RECENCY]),
+            keys=["run_id", "harvest_id"],
+            join_type="left outer",
+        )
+    finished = keyed.column(RECENCY)  # unknown finish times (null) count as the oldest
+    oldest = pa.scalar(0, pa.int64()).cast(finished.type)
+    keyed = keyed.set_column(
+        keyed.column_names.index(RECENCY), RECENCY, pc.fill_null(finished, oldest)
+    )
+    ordering = [
+        *((k, "ascending") for k in group_key),
+        (RECENCY, "descending"),
+        ("harvest_id", "descending"),
+    ]
+    order = pc.sort_indices(keyed, sort_keys=ordering)
+    grouped = (
+        keyed.take(order)
+        .group_by(list(group_key), use_threads=False)
+        .aggregate([("__row", "first"), ("__row", "list")])
+    )
+    by_position = pc.sort_indices(grouped.column("__row_first"))  # keep the stored row order
+    grouped = grouped.take(by_position)
+    return _Groups(
+        grouped.column("__row_first").combine_chunks(),
+        grouped.column("__row_list").combine_chunks(),
+    )
+
+
+def one_harvest(
+    table: str, rows: pa.Table, harvests: str, recency: pa.Table | None = None
+) -> pa.Table:
+    """``rows`` of ``table`` reduced to one per group as :data:`HARVEST_MODES` describes.
+
+    ``rows`` must hold :func:`needed_columns`; ``recency`` is (run_id, harvest_id, finished_at)
+    of the committed runs (not needed for the runs table itself).
+    """
+    if harvests == "all" or table not in GROUP_KEYS or rows.num_rows == 0:
+        return rows
+    if recency is None and table == "measurements":
+        raise ValueError("choosing among the harvests of measurements needs the runs' finish times")
+    groups = _groups(rows, GROUP_KEYS[table], recency)
+    latest = rows.take(groups.latest)
+    if harvests == "latest" or table == "runs":
+        return latest
+    return _pool(rows, latest, groups.members)
+
+
+def _pool(rows: pa.Table, latest: pa.Table, members: pa.ListArray) -> pa.Table:
+    """``latest`` with timing pooled over, and failures taken from, every repeat.
+
+    Vectorized over all repeated groups at once (a dataset can hold 10^5 of them).
+    """
+    repeated = pc.indices_nonzero(pc.greater(pc.list_value_length(members), 1))
+    if len(repeated) == 0:
+        return latest
+    groups = members.take(repeated).to_pylist()  # row indices, latest first
+    chronological = pa.array([row for group in groups for row in reversed(group)], pa.int64())
+    owner = pa.array([k for k, group in enumerate(groups) for _ in group], pa.int64())
+    samples = rows.column("samples_ms").take(chronological).combine_chunks()
+    values = pc.cast(pc.list_flatten(samples), pa.float64())
+    if len(values):
+        stats = grouped_stats(pc.take(owner, pc.list_parent_indices(samples)), values, len(groups))
+        pooled = pc.indices_nonzero(pc.greater(stats.column("n_reps"), 0))  # groups with samples
+        latest = _replace(latest, pc.take(repeated, pooled), stats.take(pooled))
+    failed = _latest_failures(rows, groups)
+    if failed:
+        positions = pa.array([position for position, _ in failed], pa.int64())
+        sources = rows.select(list(FAILURE)).take(pa.array([row for _, row in failed], pa.int64()))
+        latest = _replace(latest, pc.take(repeated, positions), sources)
+    return latest
+
+
+def _latest_failures(rows: pa.Table, groups: list[list[int]]) -> list[tuple[int, int]]:
+    """(group position, row) of the latest non-ok repeat of every group that has one."""
+    statuses = rows.column("status").to_pylist()
+    failed = []
+    for position, group in enumerate(groups):
+        row = next((r for r in group if statuses[r] != OK), None)
+        if row is not None:
+            failed.append((position, row))
+    return failed
+
+
+def _replace(table: pa.Table, positions: pa.Array, values: pa.Table) -> pa.Table:
+    """``table`` with the columns of ``values`` replaced at row ``positions`` (in order)."""
+    if len(positions) == 0:
+        return table
+    pick = list(range(table.num_rows))
+    for k, position in enumerate(positions.to_pylist()):
+        pick[position] = table.num_rows + k
+    indices = pa.array(pick, pa.int64())
+    for name in values.column_names:
+        index = table.schema.get_field_index(name)
+        field = table.schema.field(index)
+        both = pa.chunked_array(
+            [*table.column(index).chunks, *values.column(name).cast(field.type).chunks], field.type
+        )
+        table = table.set_column(index, field, both.take(indices))
+    return table
+
+
+def grouped_stats(owner: pa.Array, values: pa.Array, groups: int) -> pa.Table:
+    """Timing columns per group ``0 .. groups - 1`` from the samples ``values`` (ms, at least
+    one) owned by each group, ``owner`` ascending and each group's samples in timing order.
+
+    Same definitions as the harvest: median, mean, min, max, 20th/80th percentiles with linear
+    interpolation, population standard deviation, n_reps; ``samples_ms`` the group's samples.
+    A group without samples gets n_reps 0 and nulls.
+    """
+    table = pa.table({"g": owner, "v": values})
+    aggregates = table.group_by("g").aggregate(
+        [("v", "count"), ("v", "mean"), ("v", "min"), ("v", "max"), ("v", "stddev")]
+    )
+    names = ("v_count", "v_mean", "v_min", "v_max", "v_stddev")
+    aligned: dict[str, list] = {name: [None] * groups for name in names}
+    for row in aggregates.to_pylist():
+        for name in names:
+            aligned[name][row["g"]] = row[name]
+    counts = [count or 0 for count in aligned["v_count"]]
+    starts = [0] * (groups + 1)
+    for group, count in enumerate(counts):
+        starts[group + 1] = starts[group] + count
+    ordered = pc.take(
+        values, pc.sort_indices(table, sort_keys=[("g", "ascending"), ("v", "ascending")])
+    )
+    last = len(values) - 1
+    has = pa.array([count > 0 for count in counts])
+
+    def quantile(q: float) -> pa.Array:
+        # Linear interpolation between the order statistics around q * (n - 1).
+        low, high, fraction = [], [], []
+        for start, count in zip(starts, counts):
+            position = q * max(count - 1, 0)
+            below = int(position)
+            low.append(min(start + below, last))
+            high.append(min(start + min(below + 1, max(count - 1, 0)), last))
+            fraction.append(position - below)
+        lower = pc.take(ordered, pa.array(low, pa.int64()))
+        upper = pc.take(ordered, pa.array(high, pa.int64()))
+        interpolated = pc.add(lower, pc.multiply(pc.subtract(upper, lower), pa.array(fraction)))
+        return pc.if_else(has, interpolated, pa.scalar(None, pa.float64()))
+
+    return pa.table(
+        {
+            "median_ms": quantile(0.5),
+            "mean_ms": pa.array(aligned["v_mean"], pa.float64()),
+            "min_ms": pa.array(aligned["v_min"], pa.float64()),
+            "max_ms": pa.array(aligned["v_max"], pa.float64()),
+            "p20_ms": quantile(0.2),
+            "p80_ms": quantile(0.8),
+            "std_ms": pa.array(aligned["v_stddev"], pa.float64()),
+            "n_reps": pa.array(counts, pa.int32()),
+            "samples_ms": pa.ListArray.from_arrays(
+                pa.array(starts, pa.int32()), values.cast(pa.float32())
+            ),
+        }
+    )

@@ -1,0 +1,148 @@
+"""Per-file validation: a file's footer and schema against what its version declared.
+
+One code path for every reader (:func:`schemas.read_table`, :func:`schemas.scan_table`),
+``compact`` and ``check``: each file is judged before any of its rows is read, so a wrong file
+is refused with its name and the field at fault, never cast or filled in silently.
+
+Checked, from the Parquet footer only (no data pages are read):
+
+- the footer names the table of the directory the file sits in;
+- every column is declared for the file's ``schema_version`` (an unknown extra column is an
+  error: it is either a typo that loses data or a newer writer);
+- every non-nullable declared column is present, and has no nulls (row-group statistics);
+- every present column has its declared type (string vs large_string and list vs large_list
+  are the same values and pass; int64 where a string is declared does not);
+- the ``schema_version`` column holds the footer's version in every row (row-group
+  statistics; the column is read only when a writer left no statistics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schemas.history import declared_schema
+from schemas.storage import META_TABLE
+
+VERSION_COLUMN = "schema_version"
+
+
+def _normalized(type_: pa.DataType) -> pa.DataType:
+    """``type_`` with representation-only variants folded (large/view strings and lists,
+    dictionary encoding): two files whose types normalize equal hold the same values."""
+    if pa.types.is_dictionary(type_):
+        return _normalized(type_.value_type)
+    if pa.types.is_large_string(type_) or pa.types.is_string_view(type_):
+        return pa.string()
+    if pa.types.is_large_binary(type_) or pa.types.is_binary_view(type_):
+        return pa.binary()
+    if pa.types.is_large_list(type_) or pa.types.is_list_view(type_) or pa.types.is_list(type_):
+        return pa.list_(_normalized(type_.value_type))
+    if pa.types.is_struct(type_):
+        return pa.struct([pa.field(f.name, _normalized(f.type)) for f in type_])
+    return type_
+
+
+def compatible(stored: pa.DataType, declared: pa.DataType) -> bool:
+    """True when a column stored as ``stored`` holds values of the ``declared`` type."""
+    return _normalized(stored).equals(_normalized(declared))
+
+
+def schema_problems(stored: pa.Schema, declared: pa.Schema) -> list[str]:
+    """Differences between a file's Arrow schema and the declared one, one line each."""
+    problems = []
+    unknown = [name for name in stored.names if declared.get_field_index(name) < 0]
+    if unknown:
+        problems.append(
+            f"unknown column(s) {', '.join(unknown)} (not declared for this schema_version)"
+        )
+    for field in declared:
+        index = stored.get_field_index(field.name)
+        if index < 0:
+            if not field.nullable:
+                problems.append(f"required column {field.name!r} is missing")
+            continue
+        found = stored.field(index).type
+        if not compatible(found, field.type):
+            problems.append(f"column {field.name!r} is stored as {found}, declared {field.type}")
+    return problems
+
+
+def _statistics(metadata: pq.FileMetaData, name: str) -> list[pq.Statistics | None]:
+    """Statistics of top-level column ``name`` in every row group (None where absent)."""
+    found = []
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for column in range(row_group.num_columns):
+            chunk = row_group.column(column)
+            if chunk.path_in_schema == name:
+                found.append(chunk.statistics if chunk.is_stats_set else None)
+    return found
+
+
+def null_problems(metadata: pq.FileMetaData, declared: pa.Schema) -> list[str]:
+    """Non-nullable primitive columns that the row-group statistics say hold nulls."""
+    problems = []
+    for field in declared:
+        if field.nullable or pa.types.is_nested(field.type):
+            continue
+        nulls = sum(
+            s.null_count
+            for s in _statistics(metadata, field.name)
+            if s is not None and s.has_null_count
+        )
+        if nulls:
+            problems.append(f"column {field.name!r} must not be null but holds {nulls} null(s)")
+    return problems
+
+
+def version_column_problems(
+    metadata: pq.FileMetaData, version: int, read_column: Callable[[], pa.ChunkedArray]
+) -> list[str]:
+    """Rows whose ``schema_version`` differs from the footer's ``version``.
+
+    Uses min/max statistics; ``read_column`` is called only when a row group has none.
+    """
+    stats = _statistics(metadata, VERSION_COLUMN)
+    if not stats:
+        return []
+    if all(s is not None and s.has_min_max for s in stats):
+        values = {s.min for s in stats} | {s.max for s in stats}
+    else:
+        values = set(read_column().drop_null().unique().to_pylist())
+    other = sorted(v for v in values if v != version)
+    if other:
+        return [
+            f"column 'schema_version' holds {', '.join(map(str, other))} but the footer says {version}"
+        ]
+    return []
+
+
+def file_problems(
+    table: str,
+    metadata: pq.FileMetaData,
+    version: int,
+    read_column: Callable[[], pa.ChunkedArray],
+) -> list[str]:
+    """Everything wrong with one file of ``table`` written under ``version``; empty when sound.
+
+    ``metadata`` is the file's Parquet footer; ``read_column`` reads its schema_version column
+    (only needed when the writer stored no statistics).
+    """
+    kv = metadata.metadata or {}
+    named = kv.get(META_TABLE)
+    if named is not None and named.decode(errors="replace") != table:
+        return [
+            f"the footer says this is a {named.decode(errors='replace')!r} file, but it is under {table}/"
+        ]
+    declared = declared_schema(table, version)
+    if declared is None:
+        return [f"no declared schema of table {table!r} for schema_version {version}"]
+    stored = metadata.schema.to_arrow_schema()
+    problems = schema_problems(stored, declared)
+    problems += null_problems(metadata, declared)
+    if VERSION_COLUMN in stored.names:
+        problems += version_column_problems(metadata, version, read_column)
+    return problems

@@ -1,0 +1,105 @@
+"""Regenerate ``fixtures/tritonparse/gelu.ndjson`` with the real tritonparse (the ``trace``
+extra): ``python -m tests.corpus.ingest.make_tritonparse_fixture`` from the repository root.
+
+What runs here without a GPU, and so what the fixture holds:
+
+- ``compilation`` events: tritonparse's own compilation listener, on two configs of
+  :func:`tests.corpus.record.workload.gelu_kernel` compiled for sm_90 (Triton compiles without a
+  GPU when given a target);
+- ``autotune`` events: tritonparse's own autotune listener function, called with the kernel's
+  real ``JITFunction`` and ``triton.Config`` objects and timings we chose (the autotuner
+  itself needs a GPU to benchmark): one tuning, then the same key served from the cache;
+- one ``launch`` event: tritonparse's event writer and argument extractor on CPU tensors
+  (its launch hook fires only on a GPU launch).
+
+Machine paths are rewritten to neutral ones afterwards (``/work/...``, ``~/.triton``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "fixtures" / "tritonparse" / "gelu.ndjson"
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _compile(jit, config) -> str:  # type: ignore[no-untyped-def]
+    import torch
+    import triton
+    from triton.compiler import ASTSource
+
+    from extract import triton_compat
+    from extract.compile import parse_target
+
+    target = parse_target("sm_90")
+    x = torch.empty(100, device="meta")
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages, "num_ctas": 1}
+    spec = triton_compat.specialize(
+        jit, {"x_ptr": x, "out_ptr": x, "n_elements": 100, **config.kwargs}, target, options
+    )
+    source = ASTSource(jit, spec.signature, spec.constexprs, spec.attrs)
+    return triton.compile(source, target=target, options=dict(spec.options)).metadata.hash
+
+
+def generate(folder: Path) -> Path:
+    import torch
+    import tritonparse.structured_logging as tsl
+    from triton import knobs
+
+    from tests.corpus.record import workload
+
+    knobs.compilation.always_compile = True  # every config really compiles (and is traced)
+    tsl.init(str(folder), enable_full_python_source=True)
+    tuner = workload.gelu_kernel
+    configs = tuner.configs[:2]
+    for config in configs:
+        _compile(tuner.fn, config)
+    timings = {configs[0]: [0.0123, 0.0120, 0.0127], configs[1]: [0.0091, 0.0089, 0.0094]}
+    key = (100, "torch.float32", "torch.float32")
+    tsl._autotune_listener(
+        fn=tuner.fn,
+        key=key,
+        best_config=configs[1],
+        configs_timings=timings,
+        duration=0.8,
+        cache_hit=False,
+    )
+    tsl._autotune_listener(
+        fn=tuner.fn,
+        key=key,
+        best_config=configs[1],
+        configs_timings=timings,
+        duration=None,
+        cache_hit=True,
+    )
+    x = torch.randn(100)
+    launch = {
+        "name": "gelu_kernel",
+        "grid": [2, 1, 1],
+        "extracted_args": tsl.extract_arg_info(
+            {"x_ptr": x, "out_ptr": torch.empty_like(x), "n_elements": 100}
+        ),
+    }
+    tsl.trace_structured_triton("launch", metadata_fn=lambda: tsl.convert(launch))
+    tsl.clear_logging_config()
+    return next(folder.glob("*.ndjson"))
+
+
+def neutral_paths(text: str) -> str:
+    text = text.replace(str(REPO) + "/", "")
+    text = re.sub(r"/[^\"]*?/site-packages/", "site-packages/", text)
+    return re.sub(r"/[^\"]*?/\.triton/cache", "~/.triton/cache", text)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as scratch:
+        trace = generate(Path(scratch))
+        lines = [neutral_paths(line) for line in trace.read_text().splitlines() if line.strip()]
+    for line in lines:
+        json.loads(line)  # still valid JSON after the rewrite
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text("\n".join(lines) + "\n")
+    print(f"wrote {OUT} ({len(lines)} events)")

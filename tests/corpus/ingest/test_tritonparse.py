@@ -1,0 +1,130 @@
+"""Importing tritonparse traces (fixture made by the real tritonparse, see
+make_tritonparse_fixture.py): rows, ids shared with corpus.record, graphs, bad lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corpus.ingest.__main__ import main
+from corpus.ingest.app import IngestConfig, ingest
+from corpus.ingest.problems import IngestError
+from corpus.ingest.tritonparse import parse_config_text
+from schemas import read_table
+from schemas.check import check_dataset
+from schemas.identity import config_id, kernel_id
+from tests.corpus.record.conftest import WORKLOAD
+
+TRACE = Path(__file__).resolve().parent / "fixtures" / "tritonparse" / "gelu.ndjson"
+
+
+def _ingest(out: Path, log: Path = TRACE, strict: bool = False):  # type: ignore[no-untyped-def]
+    return ingest(IngestConfig(format="tritonparse", log=log, out=str(out), strict=strict))
+
+
+def test_autotune_compilations_and_launch_become_one_run(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    summary = _ingest(out)
+    assert (summary.runs, summary.measurements, summary.ir_graphs, summary.kernels) == (1, 2, 4, 1)
+    assert summary.repeats == 1  # the cache-hit event of the same key adds no second run
+    checked = check_dataset(str(out))
+    assert checked.ok, checked.problems
+
+    run = read_table(str(out), "runs").to_pylist()[0]
+    assert (run["source"], run["timer"], run["arch"], run["ir_target"]) == (
+        "tritonparse",
+        "external",
+        "sm_90",
+        "sm_90",
+    )
+    assert run["source_ref"].endswith(":(100, 'torch.float32', 'torch.float32')")
+    assert run["arg_names"] == ["x_ptr", "out_ptr", "n_elements"]  # from the launch event
+    assert run["arg_types"] == ["*fp32", "*fp32", "i32"] and run["arg_shapes"][0] == [100]
+    assert run["autotune_cache_hit"] is False
+
+    measurements = {m["config_id"]: m for m in read_table(str(out), "measurements").to_pylist()}
+    fast = config_id({"BLOCK": 64}, num_warps=2, num_stages=3)
+    slow = config_id({"BLOCK": 16}, num_warps=1, num_stages=3)
+    assert set(measurements) == {fast, slow}
+    assert (
+        measurements[fast]["median_ms"],
+        measurements[fast]["p20_ms"],
+        measurements[fast]["p80_ms"],
+    ) == (0.0091, 0.0089, 0.0094)
+    assert run["best_config_id"] == fast
+    compilations = [
+        json.loads(line) for line in TRACE.read_text().splitlines() if '"compilation"' in line[:40]
+    ]
+    hashes = {c["payload"]["metadata"]["hash"] for c in compilations}
+    assert {
+        m["source_ref"] for m in measurements.values()
+    } == hashes  # Triton's hash, as provenance
+    graphs = read_table(str(out), "ir_graphs", columns=["ir_id", "level", "entry_name"]).to_pylist()
+    assert {(g["level"], g["entry_name"]) for g in graphs} == {
+        ("ttir", "gelu_kernel"),
+        ("ttgir", "gelu_kernel"),
+    }
+    assert {m["ttgir_id"] for m in measurements.values()} <= {g["ir_id"] for g in graphs}
+    assert all(m["compile_time_s"] > 0 for m in measurements.values())
+
+
+def test_kernel_identity_matches_a_recording_of_the_same_kernel(tmp_path: Path) -> None:
+    """The trace holds the whole module source, so the kernel id is the one corpus.record
+    derives for the same file (tests/corpus/record/workload.py)."""
+    _ingest(tmp_path / "d")
+    kernel = read_table(str(tmp_path / "d"), "kernels").to_pylist()[0]
+    assert kernel["source"] == WORKLOAD.read_text()
+    assert kernel["kernel_id"] == kernel_id(WORKLOAD.read_text(), "gelu_kernel")
+    assert kernel["source_path"] == "tests/corpus/record/workload.py"
+
+
+def _broken(tmp_path: Path) -> Path:
+    lines = TRACE.read_text().splitlines()
+    lines.insert(1, "{not json")  # line 2
+    lines.insert(2, json.dumps({"event_type": "profile", "pid": 1}))  # line 3
+    autotune = json.loads(
+        next(line for line in lines if line.startswith('{"event_type":"autotune"'))
+    )
+    del autotune["best_config"]
+    lines.append(json.dumps(autotune))  # line 8
+    log = tmp_path / "broken.ndjson"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_malformed_and_unknown_records_are_skipped_and_counted(tmp_path: Path) -> None:
+    summary = _ingest(tmp_path / "d", log=_broken(tmp_path))
+    assert summary.runs == 1 and summary.measurements == 2
+    assert summary.problems.total == 3
+    reasons = list(summary.problems.skipped)
+    assert any(r.startswith("not JSON") for r in reasons)
+    assert "unknown event type 'profile'" in reasons
+    assert any(r.startswith("malformed autotune event (KeyError") for r in reasons)
+    assert summary.problems.examples[0].endswith("broken.ndjson:2: " + reasons[0])
+
+
+def test_strict_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _broken(tmp_path)
+    with pytest.raises(IngestError, match=r"broken\.ndjson:2: not JSON"):
+        _ingest(tmp_path / "d", log=log, strict=True)
+    assert main(["tritonparse", str(log), "--out", str(tmp_path / "d"), "--strict"]) == 2
+    assert "broken.ndjson:2: not JSON" in capsys.readouterr().err
+    assert main(["tritonparse", str(log), "--out", str(tmp_path / "d")]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped 3 record(s):" in printed and "1 x unknown event type 'profile'" in printed
+
+
+def test_parse_config_text() -> None:
+    config = parse_config_text(
+        "BLOCK_M: 64, BLOCK_N: 32, num_warps: 8, num_ctas: 1, num_stages: 4, maxnreg: None, ir_override: None"
+    )
+    assert (dict(config.kwargs), config.num_warps, config.num_stages, config.maxnreg) == (
+        {"BLOCK_M": 64, "BLOCK_N": 32},
+        8,
+        4,
+        None,
+    )
+    with pytest.raises(ValueError, match="not a triton.Config text"):
+        parse_config_text("garbage")

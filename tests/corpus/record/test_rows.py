@@ -1,0 +1,93 @@
+"""Rows of recorded events as a GPU recording produces them (Triton's own bench: quantiles, no
+samples; a disk-cache hit; failed and pruned configs), built from the workload's real
+autotuners without launching anything."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+import torch
+
+from corpus.device import DeviceFacts
+from corpus.record.hooks import AutotuneEvent
+from corpus.record.rows import INF_TIMING, PRUNED, RecordContext, as_config, event_rows
+from schemas import DatasetWriter, read_table
+from schemas.check import check_dataset
+from schemas.enums import Timer
+from tests.corpus.record import workload
+
+H100 = DeviceFacts(
+    device_kind="cuda", arch="sm_90", device_name="NVIDIA H100 80GB HBM3", compute_capability="9.0"
+)
+CONTEXT = RecordContext(
+    harvest_id="0123456789abcdef",
+    facts=H100,
+    versions={"triton": "3.9.0", "torch": torch.__version__},
+    toolchain={"triton": "3.9.0"},
+    ir_target="sm_90",
+    interpreter=False,
+    bench_settings={"timer": Timer.TRITON_DO_BENCH.value},
+)
+STARTED = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def _gelu_event(timings: list[list[float]], cache_hit: bool) -> AutotuneEvent:
+    tuner = workload.gelu_kernel
+    x = torch.randn(100)
+    configs = tuner.configs[: len(timings)]
+    return AutotuneEvent(
+        fn=tuner.fn,
+        autotuner=tuner,
+        key=(100, "torch.float32"),
+        args={"x_ptr": x, "out_ptr": torch.empty_like(x), "n_elements": 100},
+        grid=lambda meta: (math.ceil(100 / meta["BLOCK"]),),
+        timings=dict(zip(configs, timings)),
+        best=configs[0],
+        cache_hit=cache_hit,
+        duration_s=None if cache_hit else 0.5,
+        benched=[],
+    )
+
+
+def test_gpu_event_rows_carry_the_autotuners_quantiles() -> None:
+    rows = event_rows(
+        _gelu_event([[0.02, 0.019, 0.021], [math.inf] * 3], cache_hit=False), CONTEXT, STARTED, {}
+    )
+    by_status = {m["status"]: m for m in rows.measurements}
+    assert set(by_status) == {"ok", "compile_error", "skipped"}
+    ok = by_status["ok"]
+    assert (ok["median_ms"], ok["p20_ms"], ok["p80_ms"]) == (0.02, 0.019, 0.021)
+    assert ok.get("samples_ms") is None and ok.get("n_reps") is None and ok["grid"] == [7]
+    assert (
+        by_status["compile_error"]["error"] == INF_TIMING
+        and by_status["compile_error"].get("median_ms") is None
+    )
+    assert by_status["skipped"]["error"] == PRUNED
+    assert by_status["skipped"]["config_id"] == as_config(workload.gelu_kernel.configs[2]).id
+    run = rows.run
+    assert (
+        run["timer"] == "triton_do_bench" and run["arch"] == "sm_90" and run["source"] == "record"
+    )
+    assert run["best_config_id"] == ok["config_id"] and run["n_ok"] == 1 and run["n_configs"] == 3
+    assert run["autotune_cache_hit"] is False
+
+
+def test_disk_cache_hit_is_a_run_without_measurements(tmp_path) -> None:
+    rows = event_rows(
+        _gelu_event([[0.02, 0.019, 0.021], [0.03, 0.029, 0.031]], cache_hit=True),
+        CONTEXT,
+        STARTED,
+        {},
+    )
+    assert rows.measurements == []  # nothing was benchmarked now: no timings invented
+    assert rows.run["autotune_cache_hit"] is True and rows.run["n_configs"] == 0
+    assert rows.run["best_config_id"] == as_config(workload.gelu_kernel.configs[0]).id
+    assert rows.run["best_median_ms"] is None
+    out = str(tmp_path / "d")
+    writer = DatasetWriter(out)
+    writer.write("kernels", [rows.kernel])
+    writer.commit_run([rows.run])
+    stored = read_table(out, "runs").to_pylist()
+    assert stored[0]["autotune_cache_hit"] is True and stored[0]["run_id"] == rows.run["run_id"]
+    assert not [p for p in check_dataset(out).problems if "runs" in p and "not found" not in p]

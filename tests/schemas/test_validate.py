@@ -1,0 +1,184 @@
+"""Files whose schema or footer is wrong: refused by both readers, reported by check, never
+merged by compact. Each damage kind is written the way a careless tool or operator would."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from schemas import DatasetError, read_table, scan_table
+from schemas.check import check_dataset
+from schemas.compact import compact_dataset
+from schemas.errors import CorruptFileError, SchemaMismatchError
+from schemas.storage import META_TABLE, META_VERSION
+
+FIXTURE_V1 = Path(__file__).parent / "fixtures" / "v1_dataset"
+
+
+def _first(dataset: str, table: str) -> Path:
+    return sorted(Path(dataset, table).rglob("*.parquet"))[0]
+
+
+def _rewrite(
+    path: Path, change: Callable[[pa.Table], pa.Table], metadata: dict[bytes, bytes] | None = None
+) -> None:
+    """Rewrite ``path`` in place with ``change`` applied, keeping (or replacing) its footer."""
+    original = pq.read_table(path)
+    kv = dict(original.schema.metadata or {})
+    kv.update(metadata or {})
+    changed = change(original.replace_schema_metadata(None))
+    pq.write_table(changed.replace_schema_metadata(kv), path)
+
+
+def _drop_status(t: pa.Table) -> pa.Table:
+    return t.drop_columns(["status"])
+
+
+def _config_id_as_int(t: pa.Table) -> pa.Table:
+    index = t.schema.get_field_index("config_id")
+    return t.set_column(index, "config_id", pa.array(range(t.num_rows), pa.int64()))
+
+
+def _extra_column(t: pa.Table) -> pa.Table:
+    return t.append_column("my_note", pa.array(["x"] * t.num_rows))
+
+
+def _version_99(t: pa.Table) -> pa.Table:
+    index = t.schema.get_field_index("schema_version")
+    return t.set_column(
+        index,
+        pa.field("schema_version", pa.int32(), nullable=False),
+        pa.array([99] * t.num_rows, pa.int32()),
+    )
+
+
+DAMAGE = {
+    "missing non-nullable status": (_drop_status, "'status' is missing"),
+    "config_id stored as int64": (_config_id_as_int, "'config_id' is stored as int64"),
+    "unknown extra column": (_extra_column, "unknown column(s) my_note"),
+    "schema_version column 99 under footer 2": (_version_99, "holds 99 but the footer says 2"),
+}
+
+
+@pytest.fixture(params=sorted(DAMAGE))
+def damaged(request, dataset) -> tuple[str, Path, str]:
+    change, expected = DAMAGE[request.param]
+    victim = _first(dataset, "measurements")
+    _rewrite(victim, change)
+    return dataset, victim, expected
+
+
+def test_both_readers_refuse_naming_file_and_field(damaged):
+    dataset, victim, expected = damaged
+    for read in (
+        lambda: read_table(dataset, "measurements"),
+        lambda: read_table(dataset, "measurements", columns=["median_ms"]),
+        lambda: scan_table(dataset, "measurements").collect(),
+    ):
+        with pytest.raises(SchemaMismatchError) as error:
+            read()
+        assert victim.name in str(error.value) and expected in str(error.value)
+
+
+def test_check_reports_and_compact_refuses(damaged):
+    dataset, victim, expected = damaged
+    report = check_dataset(dataset)
+    assert not report.ok
+    assert any(victim.name in p and expected in p for p in report.problems), report.problems
+    before = sorted(p.name for p in Path(dataset).rglob("*.parquet"))
+    with pytest.raises(DatasetError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        compact_dataset(dataset)
+    assert sorted(p.name for p in Path(dataset).rglob("*.parquet")) == before
+
+
+def test_runs_file_under_measurements_is_refused(dataset):
+    stray = Path(dataset, "measurements", "arch=sm_90", "part-stray.parquet")
+    shutil.copy(_first(dataset, "runs"), stray)
+    with pytest.raises(
+        SchemaMismatchError, match="part-stray.parquet: the footer says this is a 'runs' file"
+    ):
+        read_table(dataset, "measurements")
+    with pytest.raises(SchemaMismatchError, match="part-stray.parquet"):
+        scan_table(dataset, "measurements")
+    assert any("part-stray.parquet" in p for p in check_dataset(dataset).problems)
+
+
+def test_runs_rows_without_a_footer_table_name_still_fail_on_schema(dataset):
+    """The same stray file written by a tool that kept no table name: its columns give it away."""
+    stray = Path(dataset, "measurements", "arch=sm_90", "part-stray.parquet")
+    runs = pq.read_table(_first(dataset, "runs"))
+    kv = {k: v for k, v in runs.schema.metadata.items() if k != META_TABLE}
+    pq.write_table(runs.replace_schema_metadata(kv), stray)
+    with pytest.raises(SchemaMismatchError, match="'config_id' is missing"):
+        read_table(dataset, "measurements")
+
+
+@pytest.mark.parametrize("value", [b"two", b"", b"2.0"])
+def test_non_integer_footer_version_is_a_clear_error(dataset, value):
+    victim = _first(dataset, "kernels")
+    _rewrite(victim, lambda t: t, {META_VERSION: value})
+    with pytest.raises(CorruptFileError, match=f"{victim.name}.*not an integer"):
+        read_table(dataset, "kernels")
+    assert any(victim.name in p and "not an integer" in p for p in check_dataset(dataset).problems)
+
+
+def test_nulls_in_a_non_nullable_column_are_refused(dataset):
+    victim = _first(dataset, "measurements")
+
+    def null_status(t: pa.Table) -> pa.Table:
+        index = t.schema.get_field_index("status")
+        return t.set_column(
+            index, pa.field("status", pa.string()), pa.nulls(t.num_rows, pa.string())
+        )
+
+    _rewrite(victim, null_status)
+    with pytest.raises(SchemaMismatchError, match="'status' must not be null"):
+        read_table(dataset, "measurements")
+
+
+def test_representation_variants_pass(dataset):
+    """large_string where string is declared holds the same values: not an error."""
+    victim = _first(dataset, "kernels")
+    _rewrite(
+        victim,
+        lambda t: t.cast(
+            pa.schema(
+                [f.with_type(pa.large_string()) if f.type == pa.string() else f for f in t.schema]
+            )
+        ),
+    )
+    assert read_table(dataset, "kernels").num_rows == 1
+    assert check_dataset(dataset).ok
+
+
+def test_version_one_fixture_is_valid(tmp_path):
+    copy = tmp_path / "v1"
+    shutil.copytree(FIXTURE_V1, copy)
+    report = check_dataset(str(copy))
+    assert report.ok, report.problems
+
+
+def test_cli_check_names_the_file(damaged):
+    dataset, victim, _ = damaged
+    result = subprocess.run(
+        [sys.executable, "-m", "schemas", "check", dataset],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert victim.name in result.stdout.replace("\n", "") and "Traceback" not in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "schemas", "compact", dataset],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1 and victim.name in result.stdout.replace("\n", "")

@@ -1,0 +1,46 @@
+"""Fixtures of the train tests: one tiny real harvest per session (interpreter, 4 families).
+
+The harvest runs as a subprocess (train itself never imports corpus), from a scratch working
+directory so the package it runs is the installed one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HARVEST_FAMILIES = ("add_broadcast", "softmax", "bias_gelu", "cumsum")
+"""Four families (a family split needs train, val and test groups) that the interpreter runs
+in seconds at the tiny scale."""
+
+
+@pytest.fixture(scope="session")
+def harvested(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Path of a dataset harvested once per session: tiny scale, <= 4 configs per run.
+
+    ``KERNEL_CORPUS_TRAIN_TEST_DATASET`` may name an existing dataset harvested by this same
+    command, to skip the harvest when iterating on the train tests locally."""
+    prebuilt = os.environ.get("KERNEL_CORPUS_TRAIN_TEST_DATASET")
+    if prebuilt:
+        return prebuilt
+    work = tmp_path_factory.mktemp("train-harvest")
+    out = work / "dataset"
+    command = [
+        sys.executable, "-m", "corpus.harvest", "--scale", "tiny", "--max-configs", "4",
+        "--dtypes", "float32", "--families", ",".join(HARVEST_FAMILIES), "--out", str(out),
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"tiny harvest failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    assert (Path(out) / "ir_nodes").is_dir(), "the harvest wrote no IR graphs"
+    return str(out)
+
+
+@pytest.fixture()
+def cache_dir(tmp_path: Path) -> Path:
+    """A private processed-data cache root."""
+    return tmp_path / "cache"

@@ -1,0 +1,127 @@
+"""Checkpoint round trip without pickle (train.checkpoint) and predict (train.predict)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from train.checkpoint import META, WEIGHTS, load_checkpoint, save_checkpoint
+from train.data import load_dataset, read_ir_tables
+from train.experiment import ExperimentConfig, run_gnn
+from train.features import TabularFeatures
+from train.fit import TrainConfig, predict_samples
+from train.predict import OUTPUT_COLUMNS, main, rank_configs, rank_dataset
+from train.splits import assign_splits, split_frame
+
+
+@pytest.fixture(scope="module")
+def trained(harvested, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    loaded = load_dataset(harvested, cache_dir=cache)
+    splits = assign_splits(loaded.samples, "family", 0)
+    parts = {p: split_frame(loaded.samples, splits, p) for p in ("train", "val", "test")}
+    config = ExperimentConfig(data=harvested, out="", train=TrainConfig(epochs=3))
+    checkpoint, samples = run_gnn(config, 0, parts, TabularFeatures().fit(parts["train"]), loaded)
+    directory = tmp_path_factory.mktemp("ckpt") / "checkpoint"
+    save_checkpoint(directory, checkpoint)
+    return checkpoint, samples, parts, directory
+
+
+def test_round_trip_gives_identical_predictions(trained, monkeypatch):
+    checkpoint, samples, _, directory = trained
+
+    def no_pickle(*args, **kwargs):
+        raise AssertionError("pickle used while loading a checkpoint")
+
+    monkeypatch.setattr(pickle, "load", no_pickle)
+    monkeypatch.setattr(pickle, "loads", no_pickle)
+    monkeypatch.setattr(torch, "load", no_pickle)
+    loaded = load_checkpoint(directory)
+    for partition in ("test", "val"):
+        before = predict_samples(checkpoint.model, samples[partition])
+        after = predict_samples(loaded.model, samples[partition])
+        assert np.array_equal(before.score, after.score)
+        assert np.array_equal(before.latency_ms, after.latency_ms)
+        assert np.array_equal(before.p_valid, after.p_valid)
+    assert sorted(p.name for p in directory.iterdir()) == sorted([WEIGHTS, META])
+
+
+def test_checkpoint_json_records_what_featurizing_needs(trained):
+    _, _, _, directory = trained
+    meta = json.loads((directory / META).read_text())
+    for key in (
+        "featurizer_version",
+        "schema_version",
+        "level",
+        "model",
+        "graph_featurizer",
+        "tabular",
+    ):
+        assert key in meta, key
+    assert meta["graph_featurizer"]["vocabularies"]["op_name"]
+    assert meta["extra"]["split"] == "family"
+
+
+def test_other_featurizer_version_is_refused(trained, tmp_path):
+    _, _, _, directory = trained
+    meta = json.loads((directory / META).read_text())
+    meta["featurizer_version"] = 999
+    (tmp_path / META).write_text(json.dumps(meta))
+    (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
+    with pytest.raises(ValueError, match="featurizer version 999"):
+        load_checkpoint(tmp_path)
+
+
+def test_rank_configs_from_ir_tables_matches_the_samples_path(trained, harvested):
+    checkpoint, samples, parts, directory = trained
+    test = parts["test"]
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    # Only the candidates' own graphs, and no outcome: no status, timing or target columns.
+    wanted = set(test["ir_id"].drop_nulls())
+    outcome = ["status", "median_ms", "p20_ms", "p80_ms", "std_ms", "n_reps", "valid", "run_best_ms",
+               "log_latency", "norm_runtime", "same_binary_as", "compile_time_s"]  # fmt: skip
+    candidates = test.drop(outcome)
+    ranking = rank_configs(
+        directory,
+        candidates,
+        nodes.filter(pl.col("ir_id").is_in(wanted)),
+        edges.filter(pl.col("ir_id").is_in(wanted)),
+    )
+    assert ranking.columns[: len(OUTPUT_COLUMNS)] == list(OUTPUT_COLUMNS)
+    assert ranking.height == test.height
+    for run in ranking.partition_by("run_id"):
+        assert sorted(run["rank"].to_list()) == list(range(1, run.height + 1))
+        assert run.sort("rank")["score"].is_sorted()
+    reference = predict_samples(checkpoint.model, samples["test"])
+    # config_id repeats across runs (it hashes the config alone): key on (run_id, config_id).
+    expected = dict(
+        zip(zip(test["run_id"].to_list(), test["config_id"].to_list()), reference.score)
+    )
+    for key, score in zip(
+        zip(ranking["run_id"].to_list(), ranking["config_id"].to_list()), ranking["score"].to_list()
+    ):
+        assert np.isclose(score, expected[key], rtol=1e-5, atol=1e-6)
+    assert ranking["p_valid"].is_between(0, 1).all()
+
+
+def test_rank_dataset_and_cli(trained, harvested, tmp_path, capsys):
+    _, _, _, directory = trained
+    ranking = rank_dataset(directory, harvested)
+    assert ranking.height == load_dataset(harvested, use_cache=False).samples.height
+    out = tmp_path / "ranking.parquet"
+    assert (
+        main(["--checkpoint", str(directory), "--data", harvested, "--out", str(out), "--top", "1"])
+        == 0
+    )
+    assert pl.read_parquet(out).height == ranking.height
+    assert "predicted_ms" in capsys.readouterr().out
+
+
+def test_cli_refuses_a_missing_checkpoint(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["--checkpoint", str(tmp_path), "--data", str(tmp_path)])

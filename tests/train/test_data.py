@@ -1,0 +1,119 @@
+"""Dataset -> samples with shared graphs, and the processed cache (train.data)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from schemas import read_table
+from train import data as data_module
+from train.data import GraphSamples, cache_key, load_dataset
+from train.graphs import GraphFeaturizer
+
+
+def test_one_sample_per_measurement(harvested, cache_dir):
+    loaded = load_dataset(harvested, cache_dir=cache_dir)
+    runs = read_table(harvested, "runs", columns=["n_configs"])
+    measurements = read_table(harvested, "measurements", columns=["run_id"])
+    assert (
+        loaded.samples.height == measurements.num_rows == sum(runs.column("n_configs").to_pylist())
+    )
+    distinct = set(loaded.samples["ir_id"].drop_nulls())
+    assert distinct <= set(loaded.graphs.ir_ids)
+
+
+def test_graphs_shared_by_configs_go_through_once(harvested, cache_dir):
+    loaded = load_dataset(harvested, cache_dir=cache_dir)
+    feats = GraphFeaturizer.fit(loaded.graphs, np.arange(loaded.graphs.num_graphs)).transform(
+        loaded.graphs
+    )
+    samples = GraphSamples(loaded.samples, feats, np.zeros((loaded.samples.height, 2), np.float32))
+    batch = samples.collate(np.arange(len(samples)))
+    used = set(samples.graph_index[samples.graph_index >= 0])
+    assert batch.n_graphs == len(used)
+    assert batch.x_cat.shape[0] == sum(int(feats.node_ptr[g + 1] - feats.node_ptr[g]) for g in used)
+    # Two samples of one graph (a duplicated index stands in for two configs) share one copy.
+    twice = samples.collate([0, 0])
+    assert twice.n_graphs == 1 and twice.sample_graph.tolist() == [0, 0]
+    # A per-sample PyG view carries exactly its graph.
+    item = samples[0]
+    g = samples.graph_index[0]
+    assert item.num_nodes == feats.node_ptr[g + 1] - feats.node_ptr[g]
+    assert item.edge_index.shape[1] == feats.edge_ptr[g + 1] - feats.edge_ptr[g]
+
+
+def test_batches_keep_runs_whole(harvested, cache_dir):
+    loaded = load_dataset(harvested, cache_dir=cache_dir)
+    feats = GraphFeaturizer.fit(loaded.graphs, [0]).transform(loaded.graphs)
+    samples = GraphSamples(loaded.samples, feats, np.zeros((loaded.samples.height, 1), np.float32))
+    seen = []
+    for idx in samples.run_batches(2, shuffle=True, seed=3):
+        runs = set(samples.run_of[idx])
+        assert len(runs) <= 2
+        for r in runs:
+            assert set(np.flatnonzero(samples.run_of == r)) <= set(idx)
+        seen += list(idx)
+    assert sorted(seen) == list(range(len(samples)))
+    # Two ranks take disjoint shares of equal length (padding repeats runs).
+    shares = [
+        list(samples.run_batches(1, shuffle=True, seed=1, rank=r, world_size=2)) for r in (0, 1)
+    ]
+    assert len(shares[0]) == len(shares[1])
+
+
+def test_second_load_comes_from_the_cache(harvested, cache_dir, monkeypatch):
+    first = load_dataset(harvested, cache_dir=cache_dir)
+    assert not first.from_cache
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the tables were read again")
+
+    monkeypatch.setattr(data_module, "load_samples", fail)
+    second = load_dataset(harvested, cache_dir=cache_dir)
+    assert second.from_cache and second.key == first.key
+    assert second.samples.equals(first.samples)
+    for name, array in first.graphs.arrays().items():
+        assert np.array_equal(array, second.graphs.arrays()[name], equal_nan=True), name
+    assert second.graphs.meta() == first.graphs.meta()
+    # The entry holds no pickle: safetensors, JSON and Parquet only.
+    entry = Path(cache_dir) / first.key
+    assert sorted(p.name for p in entry.iterdir()) == [
+        "done",
+        "graphs.json",
+        "graphs.safetensors",
+        "samples.parquet",
+    ]
+
+
+def test_key_changes_with_a_new_file_and_featurizer_version(harvested, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(harvested, copy)
+    before = cache_key(str(copy), level="ttgir", harvests="latest")
+    assert cache_key(str(copy), level="ttgir", harvests="latest") == before
+    assert cache_key(str(copy), level="ttir", harvests="latest") != before
+    assert cache_key(str(copy), level="ttgir", harvests="latest", featurizer_version=999) != before
+    one = next(Path(copy, "measurements").rglob("*.parquet"))
+    pq.write_table(pq.read_table(one), one.with_name("part-extra.parquet"))
+    assert cache_key(str(copy), level="ttgir", harvests="latest") != before
+
+
+def test_new_file_is_not_served_stale(harvested, tmp_path, cache_dir):
+    copy = tmp_path / "copy"
+    shutil.copytree(harvested, copy)
+    first = load_dataset(str(copy), cache_dir=cache_dir)
+    # Drop one run's commit: its measurements must disappear from the next load.
+    runs_file = next(Path(copy, "runs").rglob("*.parquet"))
+    table = pq.read_table(runs_file)
+    pq.write_table(table.slice(1), runs_file)
+    again = load_dataset(str(copy), cache_dir=cache_dir)
+    assert not again.from_cache and again.key != first.key
+    assert again.samples.height < first.samples.height
+
+
+def test_missing_dataset_is_refused(tmp_path, cache_dir):
+    with pytest.raises(Exception, match="runs"):
+        load_dataset(str(tmp_path / "nowhere"), cache_dir=cache_dir)

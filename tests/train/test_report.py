@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tests.train.synthetic import write_dataset
+from train.baselines.__main__ import main, parse_args
+from train.baselines.compare import CompareConfig, compare_baselines
+from train.report import ModelResult, coerce_results, summarize, write_report
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _result(model: str, seed: int, tau_shift: float, partition: str = "test") -> ModelResult:
+    # Two runs of three configs; the score is the latency plus a model-specific twist.
+    run_ids = np.array(["a", "a", "a", "b", "b", "b"])
+    measured = np.array([1.0, 2.0, 3.0, 1.0, 2.0, np.nan])
+    score = measured + tau_shift * np.array([3.0, 0.0, -3.0, 0.0, 0.0, 0.0])
+    return ModelResult.from_arrays(
+        model, partition, seed, run_ids, measured, np.nan_to_num(score), predicted_ms=measured * 1.5
+    )
+
+
+def test_summary_mean_and_std_over_seeds():
+    results = [_result("good", 0, 0.0), _result("good", 1, 1.0)]
+    # Seed 0 ranks both runs right (tau 1); seed 1 reverses run a (tau -1, run b 1): mean 0.
+    assert results[0].metrics["kendall_tau"] == pytest.approx(1.0)
+    assert results[1].metrics["kendall_tau"] == pytest.approx(0.0)
+    stats = summarize(results)["test"]["good"]["kendall_tau"]
+    assert stats == {"mean": pytest.approx(0.5), "std": pytest.approx(0.5), "n": 2}
+    assert summarize(results)["test"]["good"]["mape"]["mean"] == pytest.approx(50.0)
+
+
+def test_write_report_files(tmp_path):
+    results = [
+        _result(m, s, shift) for m, shift in (("model", 0.0), ("random", 1.0)) for s in (0, 1)
+    ]
+    results.append(_result("model", 0, 0.0, partition="val"))
+    written = write_report(tmp_path / "out", results, meta={"data": "somewhere", "level": "ttgir"})
+    assert set(written) == {
+        "metrics.json",
+        "report.md",
+        "predicted_vs_measured.png",
+        "kendall_tau_hist.png",
+        "topk_slowdown.png",
+    }
+    payload = json.loads(
+        (tmp_path / "out" / "metrics.json").read_text(),
+        parse_constant=lambda c: pytest.fail(f"{c} in JSON"),
+    )
+    assert payload["meta"]["data"] == "somewhere"
+    assert len(payload["results"]) == 5
+    assert payload["summary"]["test"]["random"]["kendall_tau"]["mean"] == pytest.approx(0.0)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## test" in report and "## val" in report
+    assert report.index("## test") < report.index("## val")
+    assert "| model | 1.000 ± 0.000 |" in report
+    assert "![topk_slowdown.png](topk_slowdown.png)" in report
+    for name in ("predicted_vs_measured.png", "kendall_tau_hist.png", "topk_slowdown.png"):
+        data = (tmp_path / "out" / name).read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 2000
+
+
+def test_plain_records_are_accepted(tmp_path):
+    # An experiment driver may hand its own records (dataclasses.asdict) in a mapping.
+    source = _result("gnn", 0, 1.0)
+    record = {
+        "model": "gnn",
+        "seed": 0,
+        "partition": "test",
+        "metrics": source.metrics,
+        "run_ids": ["a", "a", "a", "b", "b", "b"],
+        "measured_ms": [1.0, 2.0, 3.0, 1.0, 2.0, float("nan")],
+        "predicted_score": [4.0, 2.0, 0.0, 1.0, 2.0, 0.0],
+        "predicted_ms": None,
+    }
+    results, meta = coerce_results({"config": {"split": "shape"}, "results": [record]})
+    assert meta == {"config": {"split": "shape"}}
+    assert results[0].split_kind == "shape"
+    assert results[0].run_taus == pytest.approx({"a": -1.0, "b": 1.0})
+    write_report(tmp_path, {"config": {"split": "shape"}, "results": [record]}, plots=False)
+    assert "config" in json.loads((tmp_path / "metrics.json").read_text())["meta"]
+
+
+def test_from_predictions_uses_only_valid_rows_for_ranking():
+    frame = pl.DataFrame(
+        {"run_id": ["r"] * 3, "median_ms": [1.0, None, 2.0], "valid": [True, False, True]}
+    )
+    result = ModelResult.from_predictions(
+        "m", "test", 0, frame, np.array([0.0, -5.0, 1.0]), valid_pred=np.array([True, True, True])
+    )
+    assert result.metrics["kendall_tau"] == 1.0
+    assert result.metrics["top1_slowdown"] == 0.0
+    assert result.metrics["validity_accuracy"] == pytest.approx(2 / 3)
+    assert math.isnan(result.metrics["mape"])
+    with pytest.raises(ValueError, match="score has shape"):
+        ModelResult.from_predictions("m", "test", 0, frame, np.zeros(2))
+
+
+def test_empty_results_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="at least one"):
+        write_report(tmp_path, [])
+
+
+def test_compare_baselines_end_to_end(tmp_path):
+    data = write_dataset(str(tmp_path / "d"), n_families=5, shapes_per_family=2)
+    config = CompareConfig(data.root, str(tmp_path / "out"), seeds=2, models=("random", "analytic"))
+    results = compare_baselines(config)
+    assert {(r.model, r.partition, r.seed) for r in results} == {
+        (m, p, s) for m in ("random", "analytic") for p in ("val", "test") for s in (0, 1)
+    }
+    summary = json.loads((tmp_path / "out" / "metrics.json").read_text())["summary"]
+    assert (
+        summary["test"]["analytic"]["kendall_tau"]["mean"]
+        > summary["test"]["random"]["kendall_tau"]["mean"]
+    )
+
+
+def test_cli(tmp_path, capsys):
+    data = write_dataset(str(tmp_path / "d"), n_families=5, shapes_per_family=1)
+    assert main(["--data", data.root, "--seeds", "1", "--models", "default,analytic"]) == 0
+    out = capsys.readouterr().out
+    assert "| analytic |" in out and "| default |" in out
+    with pytest.raises(SystemExit):
+        parse_args(["--data", data.root, "--models", "random,gnn"])
+    assert "unknown model(s) gnn" in capsys.readouterr().err

@@ -1,0 +1,100 @@
+"""Checkpoints without pickle: ``model.safetensors`` (weights) + ``checkpoint.json``.
+
+The JSON holds everything needed to featurize new data exactly as in training: the graph
+featurizer's vocabularies and statistics, the tabular featurizer's state, the model and
+training hyperparameters, the featurizer version, the IR level and the dataset's
+schema_version. :func:`load_checkpoint` refuses a checkpoint from another featurizer version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import load_file, save_file
+
+from schemas import SCHEMA_VERSION
+from train.features import TabularFeatures
+from train.graphs import FEATURIZER_VERSION, GraphFeaturizer
+from train.model import CostModel, ModelConfig
+
+WEIGHTS = "model.safetensors"
+META = "checkpoint.json"
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Checkpoint:
+    """A trained model and what it needs to featurize inputs."""
+
+    model: CostModel
+    graph_featurizer: GraphFeaturizer
+    tabular: TabularFeatures
+    level: str
+    extra: dict[str, Any]
+    """Training facts: train config, split, seed, best epoch, dataset key (informational)."""
+
+
+def save_checkpoint(directory: str | Path, checkpoint: Checkpoint) -> Path:
+    """Write ``checkpoint`` into ``directory`` (created); each file appears by atomic rename."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in checkpoint.model.state_dict().items()}
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "featurizer_version": FEATURIZER_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "level": checkpoint.level,
+        "model": checkpoint.model.config.to_dict(),
+        "graph_featurizer": checkpoint.graph_featurizer.to_dict(),
+        "tabular": checkpoint.tabular.to_dict(),
+        "extra": checkpoint.extra,
+    }
+    _atomic(out / WEIGHTS, lambda path: save_file(state, str(path)))
+    _atomic(
+        out / META,
+        lambda path: Path(path).write_text(json.dumps(meta, indent=1, default=_jsonable)),
+    )
+    return out
+
+
+def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint:
+    """Read a checkpoint written by :func:`save_checkpoint` (no pickle involved)."""
+    src = Path(directory)
+    meta = json.loads((src / META).read_text())
+    if meta.get("featurizer_version") != FEATURIZER_VERSION:
+        raise ValueError(
+            f"{src / META}: featurizer version {meta.get('featurizer_version')} differs from this "
+            f"code's {FEATURIZER_VERSION}; retrain or use the matching kernel-corpus version"
+        )
+    model = CostModel(ModelConfig.from_dict(meta["model"]))
+    model.load_state_dict(load_file(str(src / WEIGHTS), device=device))
+    model.to(device).eval()
+    return Checkpoint(
+        model=model,
+        graph_featurizer=GraphFeaturizer.from_dict(meta["graph_featurizer"]),
+        tabular=TabularFeatures.from_dict(meta["tabular"]),
+        level=str(meta["level"]),
+        extra=dict(meta.get("extra", {})),
+    )
+
+
+def _atomic(final: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", dir=final.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, final)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return asdict(value)
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")

@@ -1,0 +1,328 @@
+"""Dataset directory -> training samples: one per measurement, graphs stored once per ir_id.
+
+:func:`load_dataset` reads the samples table (:func:`train.tables.load_samples`) and the IR
+tables of one level through the gated reader and encodes the graphs (:mod:`train.graphs`).
+The result is cached on disk under a key of the dataset's content (every Parquet file's path,
+size and mtime), :data:`train.graphs.FEATURIZER_VERSION` and the options, as safetensors +
+JSON + Parquet: nothing is pickled, and a changed dataset or featurizer is never served stale.
+
+:class:`GraphSamples` holds the featurized graphs once and per-sample rows (graph index, side
+features, targets); :meth:`GraphSamples.collate` batches samples so that a graph shared by
+many configs goes through the GNN once per batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.fs as pafs
+import torch
+from safetensors.numpy import load_file, save_file
+
+from schemas import DatasetError, read_table
+from schemas.storage import list_parquet, resolve
+from train.graphs import (
+    EDGE_COLUMNS,
+    FEATURIZER_VERSION,
+    NODE_COLUMNS,
+    EncodedGraphs,
+    FeaturizedGraphs,
+    encode_graphs,
+)
+from train.settings import cache_root
+from train.tables import load_samples
+
+TABLES_READ = ("runs", "measurements", "ir_graphs", "ir_nodes", "ir_edges")
+
+
+@dataclass(frozen=True)
+class LoadedDataset:
+    """What :func:`load_dataset` returns: the samples table, the encoded graphs of its level,
+    the cache key and whether the cache served it."""
+
+    samples: pl.DataFrame
+    graphs: EncodedGraphs
+    key: str
+    from_cache: bool
+
+
+def dataset_fingerprint(data: str) -> list[tuple[str, int, int]]:
+    """(path relative to the dataset root, size in bytes, mtime in ns) of every visible Parquet
+    file of the tables training reads, sorted. Any added, removed or rewritten file changes it."""
+    loc = resolve(data)
+    entries = []
+    for table in TABLES_READ:
+        try:
+            paths = list_parquet(loc, table)
+        except DatasetError:
+            continue
+        for info in loc.fs.get_file_info(paths):
+            mtime = (
+                info.mtime_ns
+                if info.type == pafs.FileType.File and info.mtime_ns is not None
+                else 0
+            )
+            entries.append((os.path.relpath(info.path, loc.root), int(info.size or 0), int(mtime)))
+    return sorted(entries)
+
+
+def cache_key(
+    data: str, *, level: str, harvests: str, featurizer_version: int = FEATURIZER_VERSION
+) -> str:
+    """Hex digest of the dataset fingerprint, the featurizer version and the load options."""
+    payload = {
+        "files": dataset_fingerprint(data),
+        "featurizer_version": featurizer_version,
+        "level": level,
+        "harvests": harvests,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def read_ir_tables(data: str, level: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``ir_nodes`` and ``ir_edges`` rows of ``level`` (empty frames when the dataset stores no
+    IR graphs, e.g. every compile failed)."""
+    level_filter = [("level", "=", level)]
+    try:
+        nodes = pl.from_arrow(
+            read_table(data, "ir_nodes", columns=list(NODE_COLUMNS), filters=level_filter)
+        )
+        edges = pl.from_arrow(
+            read_table(data, "ir_edges", columns=list(EDGE_COLUMNS), filters=level_filter)
+        )
+    except DatasetError as exc:
+        if "not found" not in str(exc):
+            raise
+        from schemas.tables import IR_EDGES, IR_NODES
+
+        nodes = pl.from_arrow(IR_NODES.empty_table().select(list(NODE_COLUMNS)))
+        edges = pl.from_arrow(IR_EDGES.empty_table().select(list(EDGE_COLUMNS)))
+    assert isinstance(nodes, pl.DataFrame) and isinstance(edges, pl.DataFrame)
+    return nodes, edges
+
+
+def load_dataset(
+    data: str,
+    *,
+    level: str = "ttgir",
+    harvests: str = "latest",
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+) -> LoadedDataset:
+    """Samples table + encoded graphs of ``data``, from the processed cache when it is current.
+
+    ``cache_dir``: root of the processed cache (default :func:`train.settings.cache_root`);
+    entries live in ``<cache_dir>/<key>/`` and appear by atomic rename.
+    """
+    key = cache_key(data, level=level, harvests=harvests)
+    entry = Path(cache_dir if cache_dir is not None else cache_root()) / key
+    if use_cache and (entry / "done").exists():
+        return LoadedDataset(
+            pl.read_parquet(entry / "samples.parquet"), _read_graphs(entry), key, True
+        )
+    samples = load_samples(data, level=level, harvests=harvests)
+    nodes, edges = read_ir_tables(data, level)
+    graphs = encode_graphs(nodes, edges)
+    if use_cache:
+        _write_entry(entry, samples, graphs)
+    return LoadedDataset(samples, graphs, key, False)
+
+
+def _read_graphs(entry: Path) -> EncodedGraphs:
+    arrays = load_file(str(entry / "graphs.safetensors"))
+    meta = json.loads((entry / "graphs.json").read_text())
+    return EncodedGraphs.from_parts(arrays, meta)
+
+
+def _write_entry(entry: Path, samples: pl.DataFrame, graphs: EncodedGraphs) -> None:
+    """Write the cache entry into a temporary sibling, then rename it into place (a concurrent
+    writer of the same key loses the rename harmlessly: its content is identical)."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
+    try:
+        samples.write_parquet(tmp / "samples.parquet")
+        save_file(
+            {k: np.ascontiguousarray(v) for k, v in graphs.arrays().items()},
+            str(tmp / "graphs.safetensors"),
+        )
+        (tmp / "graphs.json").write_text(json.dumps(graphs.meta()))
+        (tmp / "done").write_text(str(FEATURIZER_VERSION))
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            if not (entry / "done").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class Batch:
+    """A training batch. Graph tensors cover the batch's distinct graphs only.
+
+    x_cat int64 [N, C]; x_num float32 [N, F]; edge_index int64 [2, E] (batch-global node
+    indices); edge_type, edge_pos int64 [E]; node_graph int64 [N] (graph of each node, in
+    [0, n_graphs)); sample_graph int64 [B] (graph of each sample, -1 when the config has no
+    graph, e.g. compile failed); tab float32 [B, T] side features; log_latency float32 [B]
+    (NaN unless valid); valid bool [B]; group int64 [B] (run of each sample, batch-local);
+    tie_tol float32 [B] (log-latency half-spread of the sample's timing, for near-ties).
+    """
+
+    x_cat: torch.Tensor
+    x_num: torch.Tensor
+    edge_index: torch.Tensor
+    edge_type: torch.Tensor
+    edge_pos: torch.Tensor
+    node_graph: torch.Tensor
+    n_graphs: int
+    sample_graph: torch.Tensor
+    tab: torch.Tensor
+    log_latency: torch.Tensor
+    valid: torch.Tensor
+    group: torch.Tensor
+    tie_tol: torch.Tensor
+
+    def to(self, device: torch.device | str) -> Batch:
+        moved = {
+            k: (v.to(device) if isinstance(v, torch.Tensor) else v)
+            for k, v in self.__dict__.items()
+        }
+        return Batch(**moved)
+
+
+class GraphSamples:
+    """Samples of one split: per-measurement rows pointing into a shared graph store.
+
+    ``frame``: rows of the samples table (its order is the sample order); ``graphs``: the
+    featurized graphs (any superset of the graphs the rows use); ``tab``: float32
+    [len(frame), T] side features (e.g. :class:`train.features.TabularFeatures` output).
+    """
+
+    def __init__(self, frame: pl.DataFrame, graphs: FeaturizedGraphs, tab: np.ndarray) -> None:
+        if len(tab) != frame.height:
+            raise ValueError(f"tab has {len(tab)} rows but the frame {frame.height}")
+        self.frame = frame
+        self.graphs = graphs
+        index = {ir_id: i for i, ir_id in enumerate(graphs.ir_ids)}
+        self.graph_index = np.array(
+            [index.get(i, -1) if i is not None else -1 for i in frame["ir_id"].to_list()],
+            dtype=np.int64,
+        )
+        self.tab = torch.from_numpy(np.ascontiguousarray(tab, dtype=np.float32))
+        valid = frame["valid"].fill_null(False).to_numpy()
+        self.valid = torch.from_numpy(valid.astype(bool))
+        self.log_latency = torch.from_numpy(
+            frame["log_latency"].fill_null(float("nan")).to_numpy().astype(np.float32)
+        )
+        spread = (frame["p80_ms"].log() - frame["p20_ms"].log()).fill_null(0.0).fill_nan(0.0) / 2
+        self.tie_tol = torch.from_numpy(spread.clip(lower_bound=0.0).to_numpy().astype(np.float32))
+        runs = frame["run_id"].to_numpy()
+        self.run_ids, self.run_of = np.unique(runs, return_inverse=True)
+        self.run_members = [np.flatnonzero(self.run_of == r) for r in range(len(self.run_ids))]
+        self._x_cat = torch.from_numpy(graphs.x_cat)
+        self._x_num = torch.from_numpy(graphs.x_num)
+        self._edge_index = torch.from_numpy(graphs.edge_index)
+        self._edge_type = torch.from_numpy(graphs.edge_type)
+        self._edge_pos = torch.from_numpy(graphs.edge_pos)
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def __getitem__(self, i: int):
+        """Sample ``i`` as a ``torch_geometric.data.Data`` (x_cat, x_num, edge_index,
+        edge_type, edge_pos, tab [1, T], y = log latency, valid); for inspection and custom
+        loops (training batches use :meth:`collate`, which shares graphs)."""
+        from torch_geometric.data import Data
+
+        g = int(self.graph_index[i])
+        n0, n1 = (self.graphs.node_ptr[g], self.graphs.node_ptr[g + 1]) if g >= 0 else (0, 0)
+        e0, e1 = (self.graphs.edge_ptr[g], self.graphs.edge_ptr[g + 1]) if g >= 0 else (0, 0)
+        return Data(
+            x_cat=self._x_cat[n0:n1],
+            x_num=self._x_num[n0:n1],
+            edge_index=self._edge_index[:, e0:e1],
+            edge_type=self._edge_type[e0:e1],
+            edge_pos=self._edge_pos[e0:e1],
+            tab=self.tab[i : i + 1],
+            y=self.log_latency[i : i + 1],
+            valid=self.valid[i : i + 1],
+            num_nodes=int(n1 - n0),
+        )
+
+    def collate(self, indices: Sequence[int] | np.ndarray) -> Batch:
+        """Batch the samples ``indices``; each distinct graph among them appears once."""
+        idx = np.asarray(indices, dtype=np.int64)
+        g_of = self.graph_index[idx]
+        distinct, sample_graph = np.unique(g_of[g_of >= 0], return_inverse=True)
+        full_sample_graph = np.full(len(idx), -1, dtype=np.int64)
+        full_sample_graph[g_of >= 0] = sample_graph
+        ptr, eptr = self.graphs.node_ptr, self.graphs.edge_ptr
+        n_nodes = ptr[distinct + 1] - ptr[distinct]
+        n_edges = eptr[distinct + 1] - eptr[distinct]
+        node_rows = _ranges(ptr[distinct], n_nodes)
+        edge_rows = _ranges(eptr[distinct], n_edges)
+        offsets = np.repeat(np.cumsum(n_nodes) - n_nodes, n_edges)
+        node_rows_t = torch.from_numpy(node_rows)
+        edge_rows_t = torch.from_numpy(edge_rows)
+        _, group = np.unique(self.run_of[idx], return_inverse=True)
+        return Batch(
+            x_cat=self._x_cat[node_rows_t],
+            x_num=self._x_num[node_rows_t],
+            edge_index=self._edge_index[:, edge_rows_t] + torch.from_numpy(offsets),
+            edge_type=self._edge_type[edge_rows_t],
+            edge_pos=self._edge_pos[edge_rows_t],
+            node_graph=torch.from_numpy(np.repeat(np.arange(len(distinct)), n_nodes)),
+            n_graphs=len(distinct),
+            sample_graph=torch.from_numpy(full_sample_graph),
+            tab=self.tab[idx],
+            log_latency=self.log_latency[idx],
+            valid=self.valid[idx],
+            group=torch.from_numpy(group.astype(np.int64)),
+            tie_tol=self.tie_tol[idx],
+        )
+
+    def run_batches(
+        self,
+        runs_per_batch: int,
+        *,
+        shuffle: bool,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> Iterator[np.ndarray]:
+        """Sample indices, whole runs at a time (ranking pairs never cross runs).
+
+        With ``world_size`` > 1 the run order is padded to a multiple of ``world_size`` and
+        rank ``rank`` takes every world_size-th run, so every rank runs the same number of
+        steps (as DistributedSampler does).
+        """
+        order = (
+            np.random.default_rng(seed).permutation(len(self.run_members))
+            if shuffle
+            else np.arange(len(self.run_members))
+        )
+        if world_size > 1 and len(order):
+            pad = (-len(order)) % world_size
+            order = np.concatenate([order, order[:pad]])[rank::world_size]
+        for start in range(0, len(order), runs_per_batch):
+            yield np.concatenate(
+                [self.run_members[r] for r in order[start : start + runs_per_batch]]
+            )
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + n) for each (s, n), vectorized."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + offsets

@@ -1,0 +1,98 @@
+"""Train / validation / test splits that keep runs whole and hold out whole groups.
+
+A group is what a split holds out: a kernel family (``family``: the model never sees the
+held-out kernels), a problem (``shape``: family + shape name), a device (``device``) or a
+single run (``random``). Every configuration of a run lands in the same split, so no
+measurement of a held-out run leaks into training.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+SPLIT_KINDS = ("family", "shape", "device", "random")
+PARTITIONS = ("train", "val", "test")
+
+
+def _group_key(kind: str) -> pl.Expr:
+    if kind == "family":
+        return pl.col("family")
+    if kind == "shape":
+        return pl.concat_str(pl.col("family"), pl.col("shape_name").fill_null(""), separator="/")
+    if kind == "device":
+        return pl.coalesce(pl.col("device_name"), pl.col("arch"))
+    return pl.col("run_id")
+
+
+def _partition_sizes(
+    n_groups: int, val_fraction: float, test_fraction: float, kind: str
+) -> tuple[int, int]:
+    """Groups given to (val, test): at least one each when its fraction is positive, and at
+    least one group always left for training."""
+    n_test = max(1, round(test_fraction * n_groups)) if test_fraction > 0 else 0
+    n_val = max(1, round(val_fraction * n_groups)) if val_fraction > 0 else 0
+    if n_groups - n_test - n_val < 1 and n_val > 0 and n_groups - n_test >= 1:
+        n_val = max(0, n_groups - n_test - 1)
+    if n_groups - n_test - n_val < 1:
+        raise ValueError(
+            f"split {kind!r} needs at least {n_test + n_val + 1} distinct {kind} groups for "
+            f"train/val/test; the data has {n_groups}"
+        )
+    return n_val, n_test
+
+
+def assign_splits(
+    frame: pl.DataFrame,
+    kind: str = "family",
+    seed: int = 0,
+    val_fraction: float = 0.2,
+    test_fraction: float = 0.2,
+) -> pl.DataFrame:
+    """Assign every run of ``frame`` (a samples table) to ``train``, ``val`` or ``test``.
+
+    Groups of ``kind`` (see the module docstring) are shuffled with ``seed`` and dealt out:
+    ``round(test_fraction * n_groups)`` groups (at least one) to test, then
+    ``round(val_fraction * n_groups)`` (at least one when the fraction is positive and a
+    training group remains) to val, the rest to train. Fractions count groups, not runs.
+
+    Returns a DataFrame with columns ``run_id`` (each once) and ``split``, sorted by run_id.
+    Raises ``ValueError`` for an unknown kind, bad fractions or too few groups.
+    """
+    if kind not in SPLIT_KINDS:
+        raise ValueError(f"split kind {kind!r} is not one of {', '.join(SPLIT_KINDS)}")
+    if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
+        raise ValueError(
+            f"val_fraction={val_fraction} and test_fraction={test_fraction} must be in [0, 1) "
+            "and sum to less than 1"
+        )
+    runs = frame.select(pl.col("run_id"), _group_key(kind).alias("group")).unique(subset="run_id")
+    per_run = runs.group_by("run_id").agg(pl.col("group").n_unique().alias("n"))
+    if per_run["n"].max() is not None and per_run["n"].max() > 1:  # type: ignore[operator]
+        raise ValueError(
+            f"a run has rows from more than one {kind} group; the samples table is inconsistent"
+        )
+    groups = sorted(runs["group"].drop_nulls().unique().to_list())
+    if runs["group"].null_count():
+        raise ValueError(f"{runs['group'].null_count()} run(s) have no {kind} to split on")
+    n_val, n_test = _partition_sizes(len(groups), val_fraction, test_fraction, kind)
+    order = np.random.default_rng(seed).permutation(len(groups))
+    shuffled = [groups[i] for i in order]
+    split_of = {g: "test" for g in shuffled[:n_test]}
+    split_of.update({g: "val" for g in shuffled[n_test : n_test + n_val]})
+    split_of.update({g: "train" for g in shuffled[n_test + n_val :]})
+    return (
+        runs.with_columns(
+            pl.col("group").replace_strict(split_of, return_dtype=pl.String).alias("split")
+        )
+        .select("run_id", "split")
+        .sort("run_id")
+    )
+
+
+def split_frame(frame: pl.DataFrame, splits: pl.DataFrame, partition: str) -> pl.DataFrame:
+    """Rows of ``frame`` whose run is assigned to ``partition`` (train, val or test)."""
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition {partition!r} is not one of {', '.join(PARTITIONS)}")
+    chosen = splits.filter(pl.col("split") == partition).select("run_id")
+    return frame.join(chosen, on="run_id", how="semi", maintain_order="left")

@@ -1,0 +1,192 @@
+"""The samples table: one row per measured (run, config), joined with its run and IR summary.
+
+Everything a tabular model, a baseline or the GNN's side features need comes from
+:func:`load_samples`; it reads the dataset through the schema-version-gated reader
+(:func:`schemas.read_table`) and never touches the files directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from schemas import DatasetError, Status, read_table
+from schemas.harvests import HARVEST_MODES
+
+LEVELS = ("ttgir", "ttir")
+
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "harvest_id",
+    "kernel_id",
+    "family",
+    "scale",
+    "shape_name",
+    "problem_json",
+    "problem_dims",
+    "problem_flags",
+    "dtype",
+    "flops",
+    "bytes_moved",
+    "arithmetic_intensity",
+    "device_kind",
+    "device_name",
+    "compute_capability",
+    "sm_count",
+    "l2_bytes",
+    "smem_per_block_bytes",
+    "total_memory_bytes",
+    "sm_clock_max_mhz",
+    "mem_clock_max_mhz",
+    "ir_target",
+    "timer",
+    "default_config_id",
+)
+"""Columns of ``runs`` carried into every sample (``arch`` comes from measurements)."""
+
+MEASUREMENT_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "config_id",
+    "harvest_id",
+    "arch",
+    "config_json",
+    "launch",
+    "config_params",
+    "config_roles",
+    "num_warps",
+    "num_stages",
+    "num_ctas",
+    "maxnreg",
+    "is_default",
+    "grid",
+    "num_programs",
+    "threads_per_program",
+    "status",
+    "median_ms",
+    "p20_ms",
+    "p80_ms",
+    "std_ms",
+    "n_reps",
+    "same_binary_as",
+    "compile_time_s",
+    "ttir_id",
+    "ttgir_id",
+    "n_regs",
+    "spill_bytes",
+    "shared_mem_bytes",
+    "sass_instructions",
+    "sass_mix",
+)
+
+GRAPH_COUNT_COLUMNS: tuple[str, ...] = (
+    "num_nodes",
+    "num_data_edges",
+    "num_region_edges",
+    "num_loops",
+    "num_reductions",
+    "num_dots",
+    "num_loads",
+    "num_stores",
+    "max_depth",
+)
+"""Summary counts of ``ir_graphs``; in the samples table they carry the prefix ``ir_``."""
+
+IR_COUNT_COLUMNS: tuple[str, ...] = tuple(f"ir_{name}" for name in GRAPH_COUNT_COLUMNS)
+
+
+def load_samples(data: str, *, level: str = "ttgir", harvests: str = "latest") -> pl.DataFrame:
+    """One row per (run_id, config_id) measurement of the committed runs in ``data``.
+
+    Every status is kept (failed configs are the validity head's targets). Columns:
+
+    - keys: ``run_id``, ``config_id``, ``harvest_id``; the run's descriptive columns
+      (:data:`RUN_COLUMNS`: family, shape_name, dtype, problem dims/flags, flops, bytes_moved,
+      arithmetic_intensity (FLOP/byte, derived from flops/bytes when the row lacks it),
+      device facts, ...);
+    - the measurement's config, timing, static stats (:data:`MEASUREMENT_COLUMNS`);
+    - ``ir_id``: ``ttgir_id`` or ``ttir_id`` per ``level`` (null when compile failed), and the
+      graph's summary counts :data:`IR_COUNT_COLUMNS` (null when the IR is not stored);
+    - ``valid``: status == ok with a positive median; ``run_best_ms``: the run's lowest valid
+      median (ms); targets ``log_latency`` = ln(median_ms / 1 ms) and ``norm_runtime`` =
+      run_best_ms / median_ms in (0, 1], both null unless ``valid``.
+
+    ``harvests``: how repeated harvests of one (run_id, config_id) are combined, by the gated
+    reader (:func:`schemas.read_table`'s option of that name): ``latest`` (the latest
+    harvest's row), ``pooled`` (every repeat's samples pooled, statistics recomputed) or
+    ``all`` (every row; keys then repeat). Rows come sorted by run_id, config_id.
+
+    Raises ``ValueError`` for an unknown ``level``/``harvests`` and :class:`schemas.DatasetError`
+    for a dataset without runs or measurements.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level {level!r} is not one of {', '.join(LEVELS)}")
+    if harvests not in HARVEST_MODES:
+        raise ValueError(f"harvests {harvests!r} is not one of {', '.join(HARVEST_MODES)}")
+    runs = pl.from_arrow(read_table(data, "runs", columns=list(RUN_COLUMNS), harvests=harvests))
+    measurements = pl.from_arrow(
+        read_table(data, "measurements", columns=list(MEASUREMENT_COLUMNS), harvests=harvests)
+    )
+    assert isinstance(runs, pl.DataFrame) and isinstance(measurements, pl.DataFrame)
+    if harvests == "all":
+        joined = measurements.join(runs, on=["run_id", "harvest_id"], how="inner")
+    else:
+        # One runs row per run_id (its latest harvest); a run resumed per config may have
+        # measurements from an earlier harvest, which keep their own harvest_id.
+        joined = measurements.join(runs.drop("harvest_id"), on="run_id", how="inner")
+    joined = joined.with_columns(pl.col(f"{level}_id").alias("ir_id"))
+    joined = joined.join(_graph_counts(data, level), on="ir_id", how="left")
+    return _with_targets(_with_intensity(joined)).sort("run_id", "config_id")
+
+
+def _graph_counts(data: str, level: str) -> pl.DataFrame:
+    """``ir_id`` and the prefixed summary counts of every graph of ``level`` (empty when the
+    dataset stores no IR graphs: e.g. a harvest whose IR extraction failed)."""
+    columns = ["ir_id", *GRAPH_COUNT_COLUMNS]
+    try:
+        table = read_table(data, "ir_graphs", columns=columns, filters=[("level", "=", level)])
+    except DatasetError as exc:
+        if type(exc) is not DatasetError:  # corrupt, newer, mismatched files: never hidden
+            raise
+        # The plain error means no ir_graphs directory at all: samples carry null counts.
+        table = None
+    graphs = (
+        pl.from_arrow(table)
+        if table is not None
+        else pl.DataFrame(
+            schema={"ir_id": pl.String, **dict.fromkeys(GRAPH_COUNT_COLUMNS, pl.Int32)}
+        )
+    )
+    assert isinstance(graphs, pl.DataFrame)
+    return graphs.rename({name: f"ir_{name}" for name in GRAPH_COUNT_COLUMNS})
+
+
+def _with_intensity(frame: pl.DataFrame) -> pl.DataFrame:
+    derived = pl.when(pl.col("bytes_moved") > 0).then(pl.col("flops") / pl.col("bytes_moved"))
+    return frame.with_columns(
+        pl.coalesce(pl.col("arithmetic_intensity"), derived).alias("arithmetic_intensity")
+    )
+
+
+def _with_targets(frame: pl.DataFrame) -> pl.DataFrame:
+    valid = (pl.col("status") == Status.OK.value) & (pl.col("median_ms") > 0)
+    frame = frame.with_columns(valid.fill_null(False).alias("valid"))
+    ok_ms = pl.when(pl.col("valid")).then(pl.col("median_ms"))
+    frame = frame.with_columns(ok_ms.min().over("run_id").alias("run_best_ms"))
+    return frame.with_columns(
+        pl.when(pl.col("valid")).then(pl.col("median_ms").log()).alias("log_latency"),
+        pl.when(pl.col("valid"))
+        .then(pl.col("run_best_ms") / pl.col("median_ms"))
+        .alias("norm_runtime"),
+    )
+
+
+def ranked_runs(frame: pl.DataFrame, min_valid: int = 2) -> list[str]:
+    """run_ids with at least ``min_valid`` valid configs: the runs a ranking can be judged on."""
+    counts = frame.filter(pl.col("valid")).group_by("run_id").len()
+    return sorted(counts.filter(pl.col("len") >= min_valid)["run_id"].to_list())
+
+
+def select_runs(frame: pl.DataFrame, run_ids: Sequence[str]) -> pl.DataFrame:
+    """Rows of ``frame`` whose run_id is in ``run_ids`` (order kept)."""
+    return frame.filter(pl.col("run_id").is_in(list(run_ids)))
