@@ -24,7 +24,7 @@ DEMO_FAMILIES := add_broadcast,softmax,matmul,bias_gelu,cumsum
 demo: $(STAMP)
 	$(BIN)/python -m corpus.harvest --scale tiny --max-configs 4 --dtypes float32 --families $(DEMO_FAMILIES) --out demo-dataset
 	$(BIN)/python -m schemas check demo-dataset
-	$(BIN)/python -m train --data demo-dataset --out demo-train --epochs 15 --seeds 3 --split family
+	$(BIN)/python -m train --data demo-dataset --out demo-train --epochs 15 --seeds 3 --split family --threads 1
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

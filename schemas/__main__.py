@@ -53,12 +53,20 @@ def parse(argv: list[str] | None = None) -> Command:
     doc.add_argument(
         "--check", action="store_true", help="exit 1 if the file is stale instead of writing it"
     )
-    scrub = sub.add_parser("scrub", help="rewrite machine paths and host names out of a dataset, atomically")
+    scrub = sub.add_parser(
+        "scrub", help="rewrite machine paths and host names out of a dataset, atomically"
+    )
     scrub.add_argument("dataset")
-    card = sub.add_parser("card", help="write the dataset card DIR/README.md and its JSON twin DIR/card.json")
+    card = sub.add_parser(
+        "card", help="write the dataset card DIR/README.md and its JSON twin DIR/card.json"
+    )
     card.add_argument("dataset")
     card.add_argument("--title", default=None, help="title of the card (kept on later refreshes)")
-    card.add_argument("--license", default=None, help="licence of the dataset, e.g. an SPDX id (kept on later refreshes)")
+    card.add_argument(
+        "--license",
+        default=None,
+        help="licence of the dataset, e.g. an SPDX id (kept on later refreshes)",
+    )
     args = parser.parse_args(argv)
     return Command(
         name=args.command,

@@ -111,7 +111,13 @@ def run_scrub(url: str, console: Console | None = None) -> int:
     return 0
 
 
-def run_card(url: str, console: Console | None = None, *, title: str | None = None, license: str | None = None) -> int:
+def run_card(
+    url: str,
+    console: Console | None = None,
+    *,
+    title: str | None = None,
+    license: str | None = None,
+) -> int:
     """Write the dataset card of ``url`` (:func:`schemas.card.write_card`); 1 when the
     dataset cannot be read."""
     console = console or Console()

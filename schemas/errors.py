@@ -67,6 +67,7 @@ class WriteFailedError(DatasetError):
         self.written = written
         self.remaining = remaining
         reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+        reason = " ".join(reason.split())  # one line, whatever the storage layer printed
         super().__init__(
             f"could not write table {table!r} to {location} ({reason}); "
             "the data committed before is intact and a rerun resumes"

@@ -212,7 +212,7 @@ def repeated_keys(table: pa.Table, key: Sequence[str]) -> RepeatedKeys:
     key = tuple(key)
     if table.num_rows == 0:
         return RepeatedKeys(key, 0, None)
-    counts = table.select(list(key)).group_by(list(key), use_threads=False).aggregate([([], "count_all")])
+    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
     repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
     if repeated.num_rows == 0:
         return RepeatedKeys(key, 0, None)
@@ -331,8 +331,8 @@ def scan_table(
     ``"latest"`` / ``"pooled"`` (one harvest per run, as in :func:`read_table`), the gated
     pyarrow read is wrapped.
 
-    A lazy frame names the files it will read: collect it before a concurrent ``compact``
-    deletes the files it merged (or use :func:`read_table`, which re-lists when that happens).
+    The frame holds its files open (up to :data:`PIN_LIMIT` files; beyond that it names them),
+    so a concurrent ``compact`` that deletes them later does not break it.
     """
     import polars as pl
 
@@ -347,21 +347,45 @@ def scan_table(
     return stable(lambda: _lazy_frame(loc, url, table, committed_only, first=next(listings, None)))
 
 
+PIN_LIMIT = 256
+"""Up to this many files, a lazy scan holds them open (polars maps them lazily, so nothing is
+read early): a concurrent ``compact`` that deletes them afterwards cannot break the frame."""
+
+
+def _pinned(paths: list[str]) -> list[Any]:
+    """Open file handles for ``paths`` (at most :data:`PIN_LIMIT`), else the paths themselves."""
+    if len(paths) > PIN_LIMIT:
+        return list(paths)
+    handles = []
+    try:
+        for path in paths:
+            handles.append(open(path, "rb"))  # noqa: SIM115 - owned by the LazyFrame
+    except FileNotFoundError as exc:
+        for handle in handles:
+            handle.close()
+        raise FileVanishedError(str(exc.filename)) from exc
+    return handles
+
+
 def _lazy_frame(loc: Location, url: str, table: str, committed_only: bool, *, first: TableFiles | None) -> pl.LazyFrame:
     """polars' own lazy scan of the table's live files (one :func:`stable` attempt)."""
     import polars as pl
 
     found = first if first is not None else table_files(loc, table)
-    frame = pl.scan_parquet(found.current, hive_partitioning=False)
+    frame = pl.scan_parquet(_pinned(found.current), hive_partitioning=False)
     if table == "measurements" and committed_only:
         runs = pl.from_arrow(committed_runs(url)).lazy()
         frame = frame.join(runs, on=list(COMMIT_KEY), how="semi")
     if table in CONTENT_KEYED:
         frame = frame.unique(subset=list(table_spec(table).key), keep="first", maintain_order=True)
-    if table in UNIQUE_KEYED:  # same verdict as read_table; reads the key columns only
+    if table in UNIQUE_KEYED:  # same verdict as read_table; polars reads the key columns only
+        key = list(table_spec(table).key)
         try:
-            keys = frame.select(list(table_spec(table).key)).collect().to_arrow()
+            repeats = frame.group_by(key).len().filter(pl.col("len") > 1).collect()
         except FileNotFoundError as exc:  # compaction replaced a file since the listing
             raise FileVanishedError(str(exc)) from exc
-        refuse_repeats(table, repeated_keys(keys, table_spec(table).key))
+        if repeats.height:
+            example = repeats.row(0, named=True)
+            extra = int(repeats["len"].sum()) - repeats.height
+            refuse_repeats(table, RepeatedKeys(tuple(key), extra, {k: example[k] for k in key}))
     return frame

@@ -13,22 +13,24 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from rich.console import Console
 from rich.table import Table
 
-from train.data import GraphSamples, load_dataset
+from train.data import GraphSamples, LoadedDataset, load_dataset
 from train.features import TabularFeatures
 from train.graphs import GraphFeaturizer
 from train.losses import LossWeights, total_loss
 from train.model import CostModel, ModelConfig
 
 REQUIRED_RATIO = 5.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class BenchConfig:
     passes: int = 3
     hidden: int = 64
     layers: int = 3
+    threads: int | None = None
+    """torch intra-op threads for the training step (None: torch's default)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class BenchResult:
         return self.pipeline_samples_per_s / self.step_samples_per_s
 
 
-def _timed(function, *args, **kwargs):
+def _timed(function: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     begin = time.perf_counter()
     value = function(*args, **kwargs)
     return value, time.perf_counter() - begin
@@ -74,6 +78,8 @@ def run_bench(config: BenchConfig) -> BenchResult:
             f"--data {config.data}: no such dataset (run `make demo` or a harvest first)"
         )
     torch.manual_seed(0)
+    if config.threads:
+        torch.set_num_threads(config.threads)
     with tempfile.TemporaryDirectory(prefix="train-bench-") as cache:
         loaded, cold = _timed(load_dataset, config.data, level=config.level, cache_dir=cache)
         loaded, cached = _timed(load_dataset, config.data, level=config.level, cache_dir=cache)
@@ -107,7 +113,7 @@ def run_bench(config: BenchConfig) -> BenchResult:
     )
 
 
-def _featurize(loaded) -> tuple[GraphSamples, GraphFeaturizer]:
+def _featurize(loaded: LoadedDataset) -> tuple[GraphSamples, GraphFeaturizer]:
     featurizer = GraphFeaturizer.fit(loaded.graphs, np.arange(loaded.graphs.num_graphs))
     tabular = TabularFeatures().fit(loaded.samples)
     return GraphSamples(
@@ -117,7 +123,10 @@ def _featurize(loaded) -> tuple[GraphSamples, GraphFeaturizer]:
 
 def render(result: BenchResult, console: Console) -> None:
     """Print the figures as a table."""
-    table = Table(title=f"train.bench: {result.samples} samples, {result.graphs} distinct graphs")
+    threads = torch.get_num_threads()
+    table = Table(
+        title=f"train.bench: {result.samples} samples, {result.graphs} graphs, {threads} thread(s)"
+    )
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_row("cold load (tables -> samples + graphs)", f"{result.cold_load_s:.2f} s")
@@ -146,8 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--passes", type=int, default=3, help="epochs over the data per measurement"
     )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's)"
+    )
     args = parser.parse_args(argv)
-    config = BenchConfig(args.data, args.level, args.runs_per_batch, args.passes)
+    config = BenchConfig(
+        args.data, args.level, args.runs_per_batch, args.passes, threads=args.threads
+    )
     try:
         result = run_bench(config)
     except FileNotFoundError as exc:

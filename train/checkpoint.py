@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint
     )
 
 
-def _atomic(final: Path, write) -> None:
+def _atomic(final: Path, write: Callable[[str], object]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", dir=final.parent)
     os.close(fd)
     try:

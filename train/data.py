@@ -24,12 +24,15 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.fs as pafs
 import torch
 from safetensors.numpy import load_file, save_file
+from torch_geometric.data import Data
 
 from schemas import DatasetError, read_table
 from schemas.storage import list_parquet, resolve
+from schemas.tables import IR_EDGES, IR_NODES
 from train.graphs import (
     EDGE_COLUMNS,
     FEATURIZER_VERSION,
@@ -53,6 +56,13 @@ class LoadedDataset:
     graphs: EncodedGraphs
     key: str
     from_cache: bool
+
+    def graph_indices(self, frame: pl.DataFrame) -> np.ndarray:
+        """Indices into ``graphs`` of the IRs the rows of ``frame`` compiled to (sorted, each
+        once): what :meth:`train.graphs.GraphFeaturizer.fit` takes for a training split."""
+        index = self.graphs.index_of()
+        wanted = {index[i] for i in frame["ir_id"].drop_nulls().to_list() if i in index}
+        return np.array(sorted(wanted), dtype=np.int64)
 
 
 def dataset_fingerprint(data: str) -> list[tuple[str, int, int]]:
@@ -91,23 +101,22 @@ def cache_key(
 def read_ir_tables(data: str, level: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``ir_nodes`` and ``ir_edges`` rows of ``level`` (empty frames when the dataset stores no
     IR graphs, e.g. every compile failed)."""
+    loc = resolve(data)
+    if loc.fs.get_file_info(loc.table_dir("ir_nodes")).type != pafs.FileType.Directory:
+        return (
+            _frame(IR_NODES.empty_table().select(list(NODE_COLUMNS))),
+            _frame(IR_EDGES.empty_table().select(list(EDGE_COLUMNS))),
+        )
     level_filter = [("level", "=", level)]
-    try:
-        nodes = pl.from_arrow(
-            read_table(data, "ir_nodes", columns=list(NODE_COLUMNS), filters=level_filter)
-        )
-        edges = pl.from_arrow(
-            read_table(data, "ir_edges", columns=list(EDGE_COLUMNS), filters=level_filter)
-        )
-    except DatasetError as exc:
-        if "not found" not in str(exc):
-            raise
-        from schemas.tables import IR_EDGES, IR_NODES
+    nodes = read_table(data, "ir_nodes", columns=list(NODE_COLUMNS), filters=level_filter)
+    edges = read_table(data, "ir_edges", columns=list(EDGE_COLUMNS), filters=level_filter)
+    return _frame(nodes), _frame(edges)
 
-        nodes = pl.from_arrow(IR_NODES.empty_table().select(list(NODE_COLUMNS)))
-        edges = pl.from_arrow(IR_EDGES.empty_table().select(list(EDGE_COLUMNS)))
-    assert isinstance(nodes, pl.DataFrame) and isinstance(edges, pl.DataFrame)
-    return nodes, edges
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 def load_dataset(
@@ -217,14 +226,17 @@ class GraphSamples:
             [index.get(i, -1) if i is not None else -1 for i in frame["ir_id"].to_list()],
             dtype=np.int64,
         )
-        self.tab = torch.from_numpy(np.ascontiguousarray(tab, dtype=np.float32))
-        valid = frame["valid"].fill_null(False).to_numpy()
-        self.valid = torch.from_numpy(valid.astype(bool))
-        self.log_latency = torch.from_numpy(
+        self._tab = np.ascontiguousarray(tab, dtype=np.float32)
+        self._valid = frame["valid"].fill_null(False).to_numpy().astype(bool)
+        self._log_latency = (
             frame["log_latency"].fill_null(float("nan")).to_numpy().astype(np.float32)
         )
         spread = (frame["p80_ms"].log() - frame["p20_ms"].log()).fill_null(0.0).fill_nan(0.0) / 2
-        self.tie_tol = torch.from_numpy(spread.clip(lower_bound=0.0).to_numpy().astype(np.float32))
+        self._tie_tol = spread.clip(lower_bound=0.0).to_numpy().astype(np.float32)
+        self.tab = torch.from_numpy(self._tab)
+        self.valid = torch.from_numpy(self._valid)
+        self.log_latency = torch.from_numpy(self._log_latency)
+        self.tie_tol = torch.from_numpy(self._tie_tol)
         runs = frame["run_id"].to_numpy()
         self.run_ids, self.run_of = np.unique(runs, return_inverse=True)
         self.run_members = [np.flatnonzero(self.run_of == r) for r in range(len(self.run_ids))]
@@ -237,12 +249,10 @@ class GraphSamples:
     def __len__(self) -> int:
         return self.frame.height
 
-    def __getitem__(self, i: int):
+    def __getitem__(self, i: int) -> Data:
         """Sample ``i`` as a ``torch_geometric.data.Data`` (x_cat, x_num, edge_index,
         edge_type, edge_pos, tab [1, T], y = log latency, valid); for inspection and custom
         loops (training batches use :meth:`collate`, which shares graphs)."""
-        from torch_geometric.data import Data
-
         g = int(self.graph_index[i])
         n0, n1 = (self.graphs.node_ptr[g], self.graphs.node_ptr[g + 1]) if g >= 0 else (0, 0)
         e0, e1 = (self.graphs.edge_ptr[g], self.graphs.edge_ptr[g + 1]) if g >= 0 else (0, 0)
@@ -271,23 +281,24 @@ class GraphSamples:
         node_rows = _ranges(ptr[distinct], n_nodes)
         edge_rows = _ranges(eptr[distinct], n_edges)
         offsets = np.repeat(np.cumsum(n_nodes) - n_nodes, n_edges)
-        node_rows_t = torch.from_numpy(node_rows)
-        edge_rows_t = torch.from_numpy(edge_rows)
         _, group = np.unique(self.run_of[idx], return_inverse=True)
+        g = self.graphs
+        # Gathers run in numpy: torch's indexing kernels cost ~100x more per call here (thread
+        # pool start-up on small tensors), and collation must outpace the training step.
         return Batch(
-            x_cat=self._x_cat[node_rows_t],
-            x_num=self._x_num[node_rows_t],
-            edge_index=self._edge_index[:, edge_rows_t] + torch.from_numpy(offsets),
-            edge_type=self._edge_type[edge_rows_t],
-            edge_pos=self._edge_pos[edge_rows_t],
+            x_cat=torch.from_numpy(g.x_cat[node_rows]),
+            x_num=torch.from_numpy(g.x_num[node_rows]),
+            edge_index=torch.from_numpy(g.edge_index[:, edge_rows] + offsets),
+            edge_type=torch.from_numpy(g.edge_type[edge_rows]),
+            edge_pos=torch.from_numpy(g.edge_pos[edge_rows]),
             node_graph=torch.from_numpy(np.repeat(np.arange(len(distinct)), n_nodes)),
             n_graphs=len(distinct),
             sample_graph=torch.from_numpy(full_sample_graph),
-            tab=self.tab[idx],
-            log_latency=self.log_latency[idx],
-            valid=self.valid[idx],
+            tab=torch.from_numpy(self._tab[idx]),
+            log_latency=torch.from_numpy(self._log_latency[idx]),
+            valid=torch.from_numpy(self._valid[idx]),
             group=torch.from_numpy(group.astype(np.int64)),
-            tie_tol=self.tie_tol[idx],
+            tie_tol=torch.from_numpy(self._tie_tol[idx]),
         )
 
     def run_batches(

@@ -3,10 +3,11 @@
 :func:`run_experiment` is what ``python -m train`` runs. For every seed it draws a split
 (:func:`train.splits.assign_splits`, runs kept whole), fits the tabular and graph featurizers
 on the training runs only, trains the GNN (early stopping on the validation runs) and fits
-the baselines on the same training runs, then scores every model on the validation and test
-runs with :func:`train.metrics.evaluate`. Outputs in ``out``: ``splits.parquet`` (seed,
-run_id, split), ``checkpoint/`` (the first seed's GNN), and what
-:func:`train.report.write_report` writes (metrics.json, report.md, plots).
+the baselines on the same training runs, then scores every model on the training, validation
+and test runs (:func:`train.metrics.evaluate`; train beside val/test shows overfitting).
+Outputs in ``out``: ``splits.parquet`` (seed, run_id, split), ``checkpoint/`` (the first
+seed's GNN), and what :func:`train.report.write_report` writes (metrics.json, report.md,
+plots).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
+import torch
 import torch.distributed as dist
 
 from train.baselines import BASELINES
@@ -33,8 +34,13 @@ from train.splits import assign_splits, split_frame
 from train.tables import ranked_runs
 
 GNN = "gnn"
-MODELS: tuple[str, ...] = (GNN, *BASELINES)
-EVAL_PARTITIONS = ("val", "test")
+SIDE_MLP = "mlp"
+"""The GNN's network without its graph branch (side features only): an ablation that shows
+what the IR graphs add."""
+NEURAL = (GNN, SIDE_MLP)
+MODELS: tuple[str, ...] = (GNN, SIDE_MLP, *BASELINES)
+PARTITIONS = ("train", "val", "test")
+"""Every model is judged on all three: train next to val/test shows how much it overfits."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +60,16 @@ class ExperimentConfig:
     hidden: int = 64
     layers: int = 3
     dropout: float = 0.1
+    threads: int | None = None
+    """torch intra-op threads; None keeps torch's default. Small graph batches gain little from
+    them, and on a busy machine 1 is often several times faster (scale out with torchrun)."""
     train: TrainConfig = field(default_factory=TrainConfig)
 
 
 def check_config(config: ExperimentConfig) -> None:
     """Refuse bad options before any work starts (message names the option at fault)."""
+    if "://" not in config.data and not Path(config.data).is_dir():
+        raise ValueError(f"--data {config.data}: no such dataset directory")
     unknown = [m for m in config.models if m not in MODELS]
     if unknown:
         raise ValueError(
@@ -68,21 +79,14 @@ def check_config(config: ExperimentConfig) -> None:
         raise ValueError(f"--seeds must be >= 1, got {config.seeds}")
     if config.train.epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {config.train.epochs}")
+    if config.threads is not None and config.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {config.threads}")
     if config.level not in ("ttgir", "ttir"):
         raise ValueError(f"--level must be ttgir or ttir, got {config.level!r}")
 
 
 def _is_main() -> bool:
     return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
-
-
-def graph_indices(frame: pl.DataFrame, graphs: LoadedDataset) -> np.ndarray:
-    """Graph indices (into ``graphs.graphs``) of the IRs the rows of ``frame`` compiled to."""
-    index = graphs.graphs.index_of()
-    return np.array(
-        sorted({index[i] for i in frame["ir_id"].drop_nulls().to_list() if i in index}),
-        dtype=np.int64,
-    )
 
 
 def run_gnn(
@@ -92,10 +96,13 @@ def run_gnn(
     tabular: TabularFeatures,
     loaded: LoadedDataset,
     on_epoch: Callable[[dict[str, float]], None] | None = None,
+    *,
+    use_graph: bool = True,
 ) -> tuple[Checkpoint, dict[str, GraphSamples]]:
-    """Fit the graph featurizer on the training graphs, train the GNN, return it as a
-    checkpoint with the samples of every partition."""
-    featurizer = GraphFeaturizer.fit(loaded.graphs, graph_indices(parts["train"], loaded))
+    """Fit the graph featurizer on the training graphs, train the GNN (``use_graph=False``:
+    its side-feature MLP alone), return it as a checkpoint with the samples of every
+    partition."""
+    featurizer = GraphFeaturizer.fit(loaded.graphs, loaded.graph_indices(parts["train"]))
     featurized: FeaturizedGraphs = featurizer.transform(loaded.graphs)
     samples = {
         p: GraphSamples(f, featurized, tabular.transform(f)) for p, f in parts.items() if f.height
@@ -107,6 +114,7 @@ def run_gnn(
         hidden=config.hidden,
         layers=config.layers,
         dropout=config.dropout,
+        use_graph=use_graph,
     )
     train_config = replace(config.train, seed=seed)
     fit = train_model(
@@ -134,6 +142,8 @@ def run_experiment(
     for progress displays.
     """
     check_config(config)
+    if config.threads:
+        torch.set_num_threads(config.threads)
     emit = on_event or (lambda kind, info: None)
     loaded = load_dataset(
         config.data, level=config.level, harvests=config.harvests, cache_dir=config.cache_dir
@@ -154,44 +164,49 @@ def run_experiment(
     out = Path(config.out)
     results: list[ModelResult] = []
     split_rows = []
-    baselines = [m for m in config.models if m != GNN]
+    baselines = [m for m in config.models if m not in NEURAL]
     for seed in range(config.seeds):
         splits = assign_splits(
             samples, config.split, seed, config.val_fraction, config.test_fraction
         )
         split_rows.append(splits.with_columns(pl.lit(seed).alias("seed")))
-        parts = {p: split_frame(samples, splits, p) for p in ("train", *EVAL_PARTITIONS)}
-        if GNN in config.models:
-            tabular = TabularFeatures().fit(parts["train"])
-            checkpoint, gnn_samples = run_gnn(
+        parts = {p: split_frame(samples, splits, p) for p in PARTITIONS}
+        tabular = TabularFeatures().fit(parts["train"])
+        for name in (m for m in NEURAL if m in config.models):
+            checkpoint, neural_samples = run_gnn(
                 config,
                 seed,
                 parts,
                 tabular,
                 loaded,
-                lambda row, s=seed: emit("epoch", {"seed": s, **row}),
+                lambda row, s=seed, n=name: emit("epoch", {"seed": s, "model": n, **row}),
+                use_graph=name == GNN,
             )
-            for partition in EVAL_PARTITIONS:
-                if partition in gnn_samples:
-                    pred = predict_samples(checkpoint.model, gnn_samples[partition])
-                    results.append(
-                        ModelResult.from_predictions(
-                            GNN,
-                            partition,
-                            seed,
-                            parts[partition],
-                            pred.score,
-                            predicted_ms=pred.latency_ms,
-                            valid_pred=pred.p_valid > 0.5,
-                            split_kind=config.split,
-                        )
+            for partition, part_samples in neural_samples.items():
+                pred = predict_samples(checkpoint.model, part_samples)
+                results.append(
+                    ModelResult.from_predictions(
+                        name,
+                        partition,
+                        seed,
+                        parts[partition],
+                        pred.score,
+                        predicted_ms=pred.latency_ms,
+                        valid_pred=pred.p_valid > 0.5,
+                        split_kind=config.split,
                     )
-            if seed == 0 and _is_main():
+                )
+            if name == GNN and seed == 0 and _is_main():
                 save_checkpoint(out / "checkpoint", checkpoint)
-            emit("model", {"seed": seed, "model": GNN})
+            emit("model", {"seed": seed, "model": name})
         if baselines and _is_main():
             results += evaluate_baselines(
-                baselines, samples, splits, seed=seed, split_kind=config.split
+                baselines,
+                samples,
+                splits,
+                seed=seed,
+                split_kind=config.split,
+                partitions=PARTITIONS,
             )
             for name in baselines:
                 emit("model", {"seed": seed, "model": name})

@@ -68,9 +68,10 @@ def _world() -> tuple[int, int]:
 
 @torch.no_grad()
 def predict_samples(
-    model: CostModel, samples: GraphSamples, *, runs_per_batch: int = 64, device: str = "cpu"
+    model: CostModel, samples: GraphSamples, *, runs_per_batch: int = 64
 ) -> Predictions:
     """Run ``model`` over every sample (in sample order)."""
+    device = next(model.parameters()).device  # batches follow the model (CPU or its GPU)
     model.eval()
     score = np.zeros(len(samples))
     latency = np.zeros(len(samples))
@@ -83,9 +84,9 @@ def predict_samples(
     return Predictions(score, latency, p_valid)
 
 
-def validation_tau(model: CostModel, samples: GraphSamples, device: str) -> float:
+def validation_tau(model: CostModel, samples: GraphSamples) -> float:
     """Mean per-run Kendall tau of ``model`` on ``samples`` (NaN when no run is rankable)."""
-    pred = predict_samples(model, samples, device=device)
+    pred = predict_samples(model, samples)
     measured = samples.frame["median_ms"].to_numpy().astype(np.float64)
     measured = np.where(samples.valid.numpy(), measured, np.nan)
     return evaluate(samples.frame["run_id"].to_numpy(), measured, pred.score)["kendall_tau"]
@@ -145,7 +146,7 @@ def train_model(
             steps += 1
         row = {"epoch": float(epoch), **{k: v / max(steps, 1) for k, v in sums.items()}}
         if val is not None and len(val):
-            row["val_kendall_tau"] = validation_tau(model, val, config.device)
+            row["val_kendall_tau"] = validation_tau(model, val)
         history.append(row)
         if on_epoch is not None:
             on_epoch(row)

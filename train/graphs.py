@@ -230,7 +230,10 @@ def encode_graphs(nodes: pl.DataFrame, edges: pl.DataFrame) -> EncodedGraphs:
 def _encode_edges(
     edges: pl.DataFrame, ir_ids: list[str], counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    order = pl.DataFrame({"ir_id": ir_ids, "__g": np.arange(len(ir_ids))})
+    order = pl.DataFrame(
+        {"ir_id": ir_ids, "__g": np.arange(len(ir_ids))},
+        schema={"ir_id": pl.String, "__g": pl.Int64},
+    )
     edges = (
         edges.select(EDGE_COLUMNS)
         .join(order, on="ir_id", how="inner")

@@ -166,17 +166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ranking = rank_ir_dir(args.checkpoint, candidates, args.ir)
     if args.out:
         out = Path(args.out)
-        (
-            ranking.write_parquet
-            if out.suffix == ".parquet"
-            else ranking.select(
-                [
-                    c
-                    for c in ranking.columns
-                    if ranking[c].dtype.is_numeric() or ranking[c].dtype == pl.String
-                ]
-            ).write_csv
-        )(out)
+        if out.suffix == ".parquet":
+            ranking.write_parquet(out)
+        else:  # CSV holds flat columns only: nested ones (lists, structs) are left out
+            ranking.select([c for c, t in ranking.schema.items() if not t.is_nested()]).write_csv(
+                out
+            )
     shown = ranking.filter(pl.col("rank") <= args.top).select(
         [
             c

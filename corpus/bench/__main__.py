@@ -101,6 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--timer", default="auto", help="with --harvest: thread_cpu (auto), process_cpu or wall"
     )
     repro.add_argument(
+        "--sequential",
+        action="store_true",
+        help="with --harvest: time each config's reps back to back (version 1), for comparison",
+    )
+    repro.add_argument(
+        "--no-dedupe",
+        action="store_true",
+        help="with --harvest: time configs with identical binaries separately, for comparison",
+    )
+    repro.add_argument(
         "--root",
         default=None,
         help="with --harvest: where to write the datasets (default: a new temporary directory)",
@@ -132,6 +142,8 @@ def parse(argv: list[str] | None = None) -> BenchCommand:
             timer=args.timer,
             with_load=args.with_load,
             root=args.root,
+            interleave=not args.sequential,
+            dedupe=not args.no_dedupe,
         )
     if not 1 <= len(args.datasets) <= 2:
         parser.error("repro: give one or two datasets (or --harvest)")

@@ -38,6 +38,10 @@ class ReproHarvestConfig:
     root: str | None = None
     """Directory for the datasets (default: a new temporary directory, kept for inspection)."""
     suite: tuple[str, ...] = ("corpus.suite.kernels",)
+    interleave: bool = True
+    """False: the version-1 schedule (each config's reps back to back), for ablations."""
+    dedupe: bool = True
+    """False: time identical binaries separately, for ablations."""
 
 
 class LoadHarvestFailed(RuntimeError):
@@ -125,10 +129,14 @@ def harvest_twice(
         passes=config.passes,
         rep=config.rep,
         timer=config.timer,
+        interleave=config.interleave,
+        dedupe=config.dedupe,
         flush_every_s=30.0,
     )
     console.print(
         f"plan: {', '.join(config.families)}; tiny; {', '.join(config.dtypes)}; {config.max_configs} configs/run; "
+        f"timer {config.timer}, {'interleaved' if config.interleave else 'sequential'} timing, "
+        f"identical binaries {'timed once' if config.dedupe else 'timed separately'}; "
         f"load: {'a third harvest beside them' if config.with_load else 'none added'} -> {root}"
     )
     for name in ("a", "b"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import tempfile
 from dataclasses import dataclass, replace
 
 from rich.console import Console
@@ -25,6 +24,7 @@ from corpus.harvest.runner import (
     HarvestTotals,
     existing_ids,
 )
+from corpus.harvest.scratch import scratch_directory
 from corpus.identity import toolchain_fingerprint
 from corpus.plan import PlannedRun, PlanRequest, plan_runs, shard
 from corpus.settings import Settings, triton_cache_dir, worker_environment
@@ -149,6 +149,9 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
     interpreter = devices == (DEVICE_INTERPRETER,)
     timer = resolve_timer(config.timer, interpreter)
     warmup, passes, reps_per_pass = INTERPRETER_TIMING if interpreter else GPU_TIMING
+    for flag, value, least in (("--warmup", config.warmup, 0), ("--passes", config.passes, 1), ("--rep", config.rep, 1)):
+        if value is not None and value < least:
+            raise HarvestError(f"{flag} {value}: must be at least {least}")
     if config.target is not None:
         target = config.target
     else:
@@ -235,7 +238,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     # directory this process owns and removes, even when it had to kill a worker.
     with (
         harvest_lock(config.out, planned, allow_repeat=config.allow_repeat) as lock_warning,
-        tempfile.TemporaryDirectory(prefix="kernel-corpus-scratch-", ignore_cleanup_errors=True) as scratch,
+        scratch_directory() as scratch,
     ):
         if lock_warning:
             console.print(f"[yellow]warning[/]: {lock_warning}", soft_wrap=True)

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from corpus.suite.spec import Config, KernelSpec, shape_name
+from corpus.suite.verify import checked_launch
 
 INTERPRETER_DTYPES: tuple[str, ...] = ("float32", "float16")
 """Dtypes the Triton interpreter computes correctly (its bfloat16 arithmetic is broken)."""
@@ -77,20 +78,17 @@ def plan_cases(
 
 
 def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> CheckResult:
-    """Build seeded inputs, launch ``case.config`` once and compare every output with the
+    """Build seeded inputs, then :func:`corpus.suite.verify.checked_launch` (the benchmark
+    worker's own check: outputs NaN-poisoned, one launch, compared on the device) against the
     reference computed from pristine copies of the inputs. Exceptions become failed results."""
     seconds = 0.0
     try:
         inputs = spec.make_inputs(case.dims, case.dtype, device, seed)
         expected = spec.reference(_copy_inputs(inputs), case.dims)
         started = time.perf_counter()
-        spec.launch(inputs, case.dims, case.config)
-        _synchronize(device)
+        checked = checked_launch(spec, inputs, case.dims, case.config, case.dtype, expected)
         seconds = time.perf_counter() - started
-        problems = spec.mismatches(
-            {name: inputs[name] for name in spec.outputs}, expected, case.dtype
-        )
-        error = "; ".join(f"{name}: {why}" for name, why in problems.items()) or None
+        error = checked.problems()
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     return CheckResult(
@@ -103,13 +101,6 @@ def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> C
         error=error,
         seconds=seconds,
     )
-
-
-def _synchronize(device: str) -> None:
-    if str(device).startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize(device)
 
 
 def _copy_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:

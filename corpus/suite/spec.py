@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from corpus.suite.compare import compare_tensor
 from schemas.enums import ROLES, Role
 from schemas.identity import config_dict, config_id, launch_string
 
@@ -322,26 +323,16 @@ class KernelSpec(ABC):
         self, actual: Mapping[str, Any], expected: Mapping[str, Any], dtype: str
     ) -> dict[str, str]:
         """Compare every name in ``outputs``: ``{name: why}`` for each output that does not
-        match ``expected`` within :meth:`output_tolerance` (empty when all match). Values are
-        compared as float64 on the CPU, NaNs equal, shapes exactly."""
-        import torch
-
+        match ``expected`` within :meth:`output_tolerance` (empty when all match). Compared on
+        the output's device in bounded chunks by :func:`corpus.suite.compare.compare_tensor`
+        (float64, NaNs equal, shapes exactly; NaNs where the reference has none are counted as
+        never written)."""
         problems: dict[str, str] = {}
         for name in self.outputs:
-            got = torch.as_tensor(actual[name]).detach().cpu().to(torch.float64)
-            want = torch.as_tensor(expected[name]).detach().cpu().to(torch.float64)
-            if got.shape != want.shape:
-                problems[name] = f"shape {tuple(got.shape)} != expected {tuple(want.shape)}"
-                continue
             atol, rtol = self.output_tolerance(name, dtype)
-            close = torch.isclose(got, want, atol=atol, rtol=rtol, equal_nan=True)
-            if not bool(close.all()):
-                bad = int((~close).sum())
-                error = (got - want).abs().nan_to_num(nan=float("inf"))
-                problems[name] = (
-                    f"{bad} of {close.numel()} elements differ (max abs error {float(error.max()):.3g}, "
-                    f"atol={atol:g}, rtol={rtol:g})"
-                )
+            comparison = compare_tensor(name, actual[name], expected[name], atol, rtol)
+            if not comparison.ok:
+                problems[name] = comparison.describe()
         return problems
 
     def prepare(self, inputs: Mapping[str, Any]) -> None:

@@ -12,6 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+# Small graph batches: one intra-op thread is several times faster on a shared 2-core runner.
+torch.set_num_threads(1)
 
 HARVEST_FAMILIES = ("add_broadcast", "softmax", "bias_gelu", "cumsum")
 """Four families (a family split needs train, val and test groups) that the interpreter runs

@@ -125,3 +125,28 @@ def test_rank_dataset_and_cli(trained, harvested, tmp_path, capsys):
 def test_cli_refuses_a_missing_checkpoint(tmp_path):
     with pytest.raises(SystemExit):
         main(["--checkpoint", str(tmp_path), "--data", str(tmp_path)])
+
+
+def test_cli_ranks_a_candidates_file_against_ir_tables(trained, harvested, tmp_path):
+    _, _, parts, directory = trained
+    outcome = ["status", "median_ms", "p20_ms", "p80_ms", "valid", "log_latency", "norm_runtime"]
+    candidates = tmp_path / "candidates.parquet"
+    parts["test"].drop(outcome).write_parquet(candidates)
+    out = tmp_path / "ranking.csv"
+    argv = [
+        "--checkpoint",
+        str(directory),
+        "--candidates",
+        str(candidates),
+        "--ir",
+        harvested,
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    ranking = pl.read_csv(out)
+    assert ranking.height == parts["test"].height
+    assert (
+        ranking.group_by("run_id").agg(pl.col("rank").min())["rank"].to_list()
+        == [1] * ranking["run_id"].n_unique()
+    )

@@ -14,7 +14,7 @@ import pytest
 
 from train.cli import main, parse_args
 from train.data import load_dataset
-from train.experiment import ExperimentConfig, check_config, graph_indices
+from train.experiment import ExperimentConfig, check_config
 from train.graphs import GraphFeaturizer
 from train.splits import assign_splits, split_frame
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["--data", harvested, "--out", str(out), "--epochs", "2", "--seeds", "2",
-            "--models", "gnn,random,analytic", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+            "--models", "gnn,mlp,random,analytic", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "| gnn |" in printed and "| random |" in printed
@@ -32,7 +32,10 @@ def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, ca
     metrics = json.loads((out / "metrics.json").read_text())
     got = {(r["model"], r["partition"], r["seed"]) for r in metrics["results"]}
     assert got == {
-        (m, p, s) for m in ("gnn", "random", "analytic") for p in ("val", "test") for s in (0, 1)
+        (m, p, s)
+        for m in ("gnn", "mlp", "random", "analytic")
+        for p in ("train", "val", "test")
+        for s in (0, 1)
     }
     assert list(out.glob("*.png"))
     splits = pl.read_parquet(out / "splits.parquet")
@@ -54,14 +57,17 @@ def test_graph_featurizer_sees_training_graphs_only(harvested, tmp_path):
     splits = assign_splits(loaded.samples, "family", 0)
     train = split_frame(loaded.samples, splits, "train")
     test = split_frame(loaded.samples, splits, "test")
-    indices = graph_indices(train, loaded)
+    indices = loaded.graph_indices(train)
     assert {loaded.graphs.ir_ids[i] for i in indices} == set(train["ir_id"].drop_nulls())
     assert not {loaded.graphs.ir_ids[i] for i in indices} & set(test["ir_id"].drop_nulls())
     featurizer = GraphFeaturizer.fit(loaded.graphs, indices)
     assert featurizer.vocabularies["op_name"]
 
 
-def test_bad_options_are_refused_before_work(tmp_path):
+def test_bad_options_are_refused_before_work(tmp_path, capsys):
+    assert main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
+    assert "nowhere: no such dataset directory" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="--models"):
         check_config(
             ExperimentConfig(data=str(tmp_path), out=str(tmp_path), models=("gnn", "xgboost"))

@@ -20,6 +20,7 @@ from rich.console import Console
 from corpus.harvest.__main__ import main as harvest_main
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.checks import HarvestInputError, harvest_lock
+from corpus.harvest.scratch import scratch_directory
 from corpus.settings import read_settings
 from schemas import DatasetError, read_table
 from schemas.check import check_dataset
@@ -309,3 +310,16 @@ def test_harvest_leaves_nothing_in_tmpdir(tmp_path, monkeypatch, one_run_shard):
     _harvest(str(tmp_path / "ds"), shard=one_run_shard)
     assert not list(scratch.iterdir())
     assert list((tmp_path / "cache" / "kernel-corpus" / "triton").iterdir())
+
+
+def test_scratch_of_a_killed_harvest_is_removed_by_the_next(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["sleep", "0"])
+    dead.wait()  # a pid that no longer runs, as after a SIGKILL of the whole harvest
+    orphan = tmp_path / f"kernel-corpus-scratch-{dead.pid}-abc"
+    (orphan / "extract-mlir-x").mkdir(parents=True)
+    alive = tmp_path / f"kernel-corpus-scratch-{os.getpid()}-def"  # a harvest still running
+    alive.mkdir()
+    with scratch_directory() as mine:
+        assert Path(mine).is_dir() and not orphan.exists() and alive.exists()
+    assert not Path(mine).exists()

@@ -15,7 +15,13 @@ from rich.console import Console
 from corpus.bench.__main__ import main as bench_main
 from corpus.bench.repro import Reproducibility, agreement, reproducibility
 from corpus.bench.repro_harvests import ReproHarvestConfig, harvest_twice
-from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.app import (
+    HarvestConfig,
+    HarvestError,
+    compact_own_files,
+    resolve_timer,
+    run_harvest,
+)
 from corpus.settings import read_settings
 from schemas import read_table
 from schemas.check import check_dataset
@@ -167,3 +173,46 @@ def test_repro_of_two_harvests_in_one_dataset_and_across_datasets(
     assert bench_main(["repro", str(twin_dataset), str(other)]) == 0
     assert "per-run Kendall tau-b: mean" in capsys.readouterr().out
     assert bench_main(["repro", str(tmp_path / "missing")]) == 2
+
+
+def test_compaction_of_own_files_leaves_other_writers_files_alone(
+    sequential_dataset: Path, tmp_path: Path
+):
+    out = tmp_path / "shared"
+    shutil.copytree(sequential_dataset, out)
+    before = {
+        table: read_table(str(out), table).num_rows
+        for table in ("runs", "measurements", "ir_nodes")
+    }
+    own = [
+        p for p in out.rglob("*.parquet") if p.relative_to(out).parts[0] in ("runs", "measurements")
+    ]
+    foreign = sorted(p for p in out.rglob("*.parquet") if p not in own)
+    assert len(own) == 4 and foreign
+    compact_own_files(str(out), [str(p) for p in own], Console(file=io.StringIO()))
+    files = files_per_partition(out)
+    assert (
+        files[Path("runs", "arch=interpreter")]
+        == files[Path("measurements", "arch=interpreter")]
+        == 1
+    )
+    assert (
+        sorted(
+            p
+            for p in out.rglob("*.parquet")
+            if p.relative_to(out).parts[0] not in ("runs", "measurements")
+        )
+        == foreign
+    )
+    assert {table: read_table(str(out), table).num_rows for table in before} == before
+    assert check_dataset(str(out)).ok
+
+
+def test_timer_must_fit_the_device():
+    assert resolve_timer("auto", interpreter=True) == "thread_cpu"
+    assert resolve_timer("auto", interpreter=False) == "cuda_event"
+    assert resolve_timer("process_cpu", interpreter=True) == "process_cpu"
+    with pytest.raises(HarvestError, match="--timer cuda_graph: the interpreter"):
+        resolve_timer("cuda_graph", interpreter=True)
+    with pytest.raises(HarvestError, match="--timer thread_cpu: a GPU"):
+        resolve_timer("thread_cpu", interpreter=False)
