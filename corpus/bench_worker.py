@@ -10,27 +10,18 @@ these over the run's configs, see :mod:`corpus.interleave`).
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from corpus.binary import binary_hash
+from corpus.errors import classify_launch_error
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import Config, KernelSpec
+from corpus.suite.verify import checked_launch
 from corpus.timing import HOST_TIMERS, CudaEventTimer, CudaGraphTimer, LatencyTimer, l2_flush_bytes
 from schemas.enums import DEVICE_INTERPRETER, Status, Timer
-
-STICKY_CUDA_ERRORS = (
-    "illegal memory access",
-    "misaligned address",
-    "unspecified launch failure",
-    "illegal instruction",
-    "device-side assert",
-    "an illegal",
-)
-"""Errors after which the CUDA context is unusable: the worker must be replaced."""
 
 
 @dataclass(frozen=True)
@@ -92,29 +83,6 @@ class BenchOutcome:
 def _short(exc: BaseException, limit: int = 400) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def classify_launch_error(exc: BaseException) -> tuple[str, bool]:
-    """(status, sticky) for an exception raised by a launch."""
-    text = f"{type(exc).__name__} {exc}".lower()
-    if "outofresources" in text or "out of resource" in text:
-        return Status.OUT_OF_RESOURCES.value, False
-    sticky = any(marker in text for marker in STICKY_CUDA_ERRORS)
-    return Status.RUNTIME_ERROR.value, sticky
-
-
-def max_abs_error(actual: Any, expected: Any) -> float:
-    """Largest |actual - expected| in float32 (inf where exactly one side is NaN/inf)."""
-    import torch
-
-    a = actual.detach().to(torch.float32)
-    b = expected.detach().to(device=a.device, dtype=torch.float32)
-    if a.shape != b.shape:
-        return math.inf
-    both_nan = torch.isnan(a) & torch.isnan(b)
-    difference = (a - b).abs().masked_fill(both_nan, 0.0)
-    difference = torch.nan_to_num(difference, nan=math.inf)
-    return float(difference.max()) if difference.numel() else 0.0
 
 
 def _limit_math_threads() -> None:
@@ -189,20 +157,6 @@ class BenchHandler:
         for name, snapshot in self.snapshots.items():
             self.inputs[name].copy_(snapshot)
 
-    def _poison_outputs(self) -> None:
-        """Fill pure outputs with NaN (or -1) so a config that skips elements cannot pass on
-        values an earlier config left behind."""
-        torch = self.torch
-        assert self.spec is not None
-        for name in self.spec.outputs:
-            if name in self.snapshots:
-                continue
-            tensor = self.inputs[name]
-            if tensor.dtype.is_floating_point:
-                tensor.fill_(math.nan)
-            elif tensor.dtype != torch.bool:
-                tensor.fill_(-1)
-
     def _launcher(self, config: Config) -> Callable[[], Any]:
         assert self.spec is not None and self.setup is not None, "RunSetup must come first"
         spec, dims, inputs = self.spec, self.setup.dims, self.inputs
@@ -217,33 +171,23 @@ class BenchHandler:
         return binary_hash(compiled_asm(launched), compiled_metadata(launched)) == expected
 
     def _check(self, request: ConfigCheck) -> BenchOutcome:
-        launch = self._launcher(request.config)
-        assert self.spec is not None and self.setup is not None
-        try:
-            self._restore()
-            self._poison_outputs()
-            launched = launch()
-            if not self.interpreter:
-                self.torch.cuda.synchronize()
+        assert self.spec is not None and self.setup is not None, "RunSetup must come first"
+        spec, setup = self.spec, self.setup
+        try:  # the same checked launch as `python -m corpus.suite check`
+            checked = checked_launch(
+                spec, self.inputs, setup.dims, request.config, setup.dtype, self.reference, self.snapshots
+            )
         except Exception as exc:
             status, sticky = classify_launch_error(exc)
             return BenchOutcome(status=status, error=_short(exc), sticky=sticky)
-        verified = self._verified(launched, request.binary_hash)
-        grid = tuple(int(g) for g in self.spec.bind(self.inputs, self.setup.dims, request.config)[0])
-        error = max(
-            (
-                max_abs_error(self.inputs[name], expected)
-                for name, expected in self.reference.items()
-            ),
-            default=0.0,
-        )
-        wrong = self.spec.mismatches(self.inputs, self.reference, self.setup.dtype)
-        if wrong:
-            details = "; ".join(f"{name}: {why}" for name, why in sorted(wrong.items()))
+        verified = self._verified(checked.launched, request.binary_hash)
+        grid = tuple(int(g) for g in spec.bind(self.inputs, setup.dims, request.config)[0])
+        details = checked.problems()
+        if details is not None:
             return BenchOutcome(
-                Status.MISMATCH.value, details[:400], error, launch_verified=verified, grid=grid
+                Status.MISMATCH.value, details[:400], checked.max_abs_error, launch_verified=verified, grid=grid
             )
-        return BenchOutcome(Status.OK.value, max_abs_error=error, launch_verified=verified, grid=grid)
+        return BenchOutcome(Status.OK.value, max_abs_error=checked.max_abs_error, launch_verified=verified, grid=grid)
 
     def _time(self, request: TimeReps) -> BenchOutcome:
         config = request.config

@@ -14,11 +14,10 @@ from typing import Any
 import pyarrow as pa
 
 from corpus.binary import binary_hash, launch_key
+from corpus.errors import classify_compile_error
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import Config
 from schemas.enums import Level, Status
-
-OUT_OF_RESOURCE_MARKERS = ("outofresources", "out of resource", "shared memory", "too many registers")
 
 
 @dataclass(frozen=True)
@@ -58,13 +57,6 @@ class CompileOutcome:
     a GPU executes."""
     program_key: str | None = None
     """Grid and every argument, constexprs included: what the interpreter executes."""
-
-
-def classify_compile_error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__} {exc}".lower()
-    if any(marker in text for marker in OUT_OF_RESOURCE_MARKERS):
-        return Status.OUT_OF_RESOURCES.value
-    return Status.COMPILE_ERROR.value
 
 
 def _short(exc: BaseException, limit: int = 400) -> str:

@@ -75,9 +75,29 @@ def kernel_source(spec: KernelSpec) -> tuple[str, str, str]:
     return inspect.getsource(module), function.__name__, function.__module__
 
 
+def spec_source(spec: KernelSpec) -> str:
+    """What defines ``spec``'s measurements besides the kernel's module: the module-qualified
+    name of each spec class in its MRO (up to :class:`KernelSpec`), then the source of each of
+    their modules that is not the kernel's module (a family whose spec and kernel share one
+    module is covered by the kernel source already)."""
+    _, _, kernel_module = kernel_source(spec)
+    names: list[str] = []
+    modules: list[str] = []
+    for cls in type(spec).__mro__:
+        if cls is KernelSpec or not issubclass(cls, KernelSpec):
+            continue
+        names.append(f"{cls.__module__}:{cls.__qualname__}")
+        if cls.__module__ != kernel_module and cls.__module__ not in modules:
+            modules.append(cls.__module__)
+    sources = [inspect.getsource(sys.modules[name]) for name in modules]
+    return "\n".join(names + sources)
+
+
 def spec_kernel_id(spec: KernelSpec) -> str:
+    """``kernel_id`` of a suite family: its kernel's module source and entry name, and
+    :func:`spec_source` (editing a reference or a bind changes it, and so every run_id)."""
     source, entry, _ = kernel_source(spec)
-    return kernel_id(source, entry)
+    return kernel_id(source, entry, spec_source(spec))
 
 
 def portable_env_value(value: str) -> str:

@@ -37,9 +37,14 @@ def content_hash(*parts: str | bytes) -> str:
     return digest.hexdigest()
 
 
-def kernel_id(source: str, entry_name: str) -> str:
-    """Key of a kernel: its module source text and entry function name."""
-    return content_hash("kernel", entry_name, source)
+def kernel_id(source: str, entry_name: str, spec_source: str = "") -> str:
+    """Key of a kernel: its module source text and entry function name, plus ``spec_source``
+    when the rows were measured through a suite spec (the harvest): the spec classes' names and
+    the source of their modules other than the kernel's (inputs, reference, outputs, bind), so
+    a fixed spec is a new kernel_id and run_id. Recorded and imported rows have no spec."""
+    if not spec_source:
+        return content_hash("kernel", entry_name, source)
+    return content_hash("kernel", entry_name, source, spec_source)
 
 
 def config_dict(

@@ -61,12 +61,25 @@ NAMED_INT = pa.struct([pa.field("name", pa.string()), pa.field("value", pa.int64
 KERNELS = pa.schema(
     [
         _VERSION,
-        _f("kernel_id", pa.string(), "Hash of the kernel module source text and entry name.", nullable=False),
+        _f(
+            "kernel_id",
+            pa.string(),
+            "Hash of the kernel module source text and entry name; for harvested rows also of the "
+            "suite spec (its classes' names and the source of their modules other than the "
+            "kernel's: inputs, reference, outputs, bind), so editing a spec changes kernel_id and "
+            "run_id.",
+            nullable=False,
+        ),
         _f("family", pa.string(), "Suite family name, e.g. 'softmax'.", nullable=False),
         _f("category", pa.string(), "Suite category, e.g. 'normalization'."),
         _f("suite", pa.string(), "Python module the family was registered from."),
         _f("entry_name", pa.string(), "Name of the tuned @triton.jit entry function.", nullable=False),
-        _f("source", pa.large_string(), "Full source text of the module defining the kernel."),
+        _f(
+            "source",
+            pa.large_string(),
+            "Full source text of the module defining the kernel (the spec's other modules enter "
+            "kernel_id but are not stored here).",
+        ),
         _f("source_path", pa.string(), "Module path relative to its package root."),
     ]
 )

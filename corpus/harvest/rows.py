@@ -10,13 +10,13 @@ from typing import Any
 from corpus.bench_worker import BenchOutcome
 from corpus.compile_worker import CompileOutcome
 from corpus.device import DeviceFacts
-from corpus.identity import kernel_source
+from corpus.identity import kernel_source, spec_kernel_id
 from corpus.plan import PlannedConfig, PlannedRun
 from corpus.suite.spec import Config, KernelSpec
 from corpus.timing import summarize
 from extract.locations import publishable_message
 from schemas.enums import Role, Source, Status
-from schemas.identity import canonical_json, kernel_id
+from schemas.identity import canonical_json
 from schemas.machine import machine_label
 
 TIMING_FIELDS = ("median_ms", "mean_ms", "min_ms", "max_ms", "p20_ms", "p80_ms", "std_ms", "n_reps")
@@ -31,7 +31,7 @@ def now() -> datetime:
 def kernel_row(spec: KernelSpec, suite_module: str) -> dict[str, Any]:
     source, entry, module = kernel_source(spec)
     return {
-        "kernel_id": kernel_id(source, entry),
+        "kernel_id": spec_kernel_id(spec),
         "family": spec.name,
         "category": spec.category,
         "suite": suite_module,

@@ -11,7 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from corpus.binary import binary_hash
-from corpus.compile_worker import CompileOutcome, classify_compile_error
+from corpus.compile_worker import CompileOutcome
+from corpus.errors import classify_compile_error
 from corpus.suite.spec import Config
 from schemas.enums import Level, Status
 

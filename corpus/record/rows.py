@@ -20,8 +20,9 @@ from typing import Any
 import pyarrow as pa
 
 from corpus.bench_worker import BenchOutcome
-from corpus.compile_worker import CompileOutcome, classify_compile_error
+from corpus.compile_worker import CompileOutcome
 from corpus.device import DeviceFacts
+from corpus.errors import classify_compile_error
 from corpus.harvest.rows import measurement_row, run_row
 from corpus.identity import stride_pattern, triton_type
 from corpus.plan import PlannedConfig, PlannedRun

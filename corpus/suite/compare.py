@@ -93,7 +93,9 @@ def compare_tensor(
         never = int((got_nan & ~want_nan).sum())
         unwritten += never
         wrong += int((~close).sum()) - never
-        error = torch.where(got == want, 0.0, (got - want).abs()).masked_fill_(got_nan & want_nan, 0.0)
+        error = torch.where(got == want, 0.0, (got - want).abs()).masked_fill_(
+            got_nan & want_nan, 0.0
+        )
         if error.numel():
             worst = max(worst, float(error.nan_to_num_(nan=math.inf).max()))
     return Comparison(name, elements, unwritten, wrong, worst, atol, rtol)

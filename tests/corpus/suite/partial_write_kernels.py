@@ -14,6 +14,8 @@ import triton.language as tl
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, KernelSpec
 
+TINY = {"tiny": [{"N": 64}], "small": [], "default": [], "large": []}
+
 
 @triton.jit
 def _copy_first_half(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -28,7 +30,7 @@ class PartialWrite(KernelSpec):
     name = "test_partial_write"
     category = "test"
     dtypes = ("float32",)
-    shapes = {"tiny": [{"N": 64}], "small": [], "default": [], "large": []}
+    shapes = TINY
     outputs = ("out_ptr",)
 
     @property
