@@ -3,13 +3,15 @@
 Runs inside a :class:`corpus.workers.WorkerProcess`: one per GPU (device ``cuda:N``), or one
 with Triton's interpreter (device ``interpreter``; the parent sets ``TRITON_INTERPRET=1``
 before this module imports any kernel). Requests are :class:`RunSetup` (build inputs,
-reference and snapshots once per run), :class:`ConfigCheck` (one launch, compared with the
-reference) and :class:`TimeReps` (a few timed reps of one config: the parent interleaves
-these over the run's configs, see :mod:`corpus.interleave`).
+reference and snapshots once per run, after releasing the previous run's), :class:`ConfigCheck`
+(one launch, compared with the reference), :class:`TimeReps` (a few timed reps of one config:
+the parent interleaves these over the run's configs, see :mod:`corpus.interleave`) and
+:class:`Probe` (is the device still usable after a failure?).
 """
 
 from __future__ import annotations
 
+import gc
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +63,12 @@ class TimeReps:
 
     config: Config
     reps: int
+
+
+@dataclass(frozen=True)
+class Probe:
+    """After a failed request: synchronize the device (a trivial ping on the interpreter). A
+    poisoned CUDA context raises here, and the lane then replaces the worker."""
 
 
 @dataclass
@@ -130,15 +138,33 @@ class BenchHandler:
         self.prepared: dict[str, Callable[[], Any]] = {}
         """Per config_id of the current run: the warmed-up, prepared launch to time."""
 
-    def __call__(self, request: RunSetup | ConfigCheck | TimeReps) -> Any:
+    def __call__(self, request: RunSetup | ConfigCheck | TimeReps | Probe) -> Any:
+        if isinstance(request, Probe):
+            return self._probe()
         if isinstance(request, RunSetup):
             return self._setup(request)
         if isinstance(request, ConfigCheck):
             return self._check(request)
         return self._time(request)
 
+    def _probe(self) -> bool:
+        if not self.interpreter:
+            self.torch.cuda.synchronize(self.device)  # raises the context's sticky error, if any
+        return True
+
+    def _release(self) -> None:
+        """Drop the current run's tensors (inputs, reference, snapshots, captured graphs) and
+        return the cached device memory, so the next run's inputs fit beside nothing else."""
+        self.inputs = self.reference = self.snapshots = {}
+        self.prepared = {}
+        self.spec = self.setup = None
+        gc.collect()  # graphs and closures can hold tensors in reference cycles
+        if not self.interpreter:
+            self.torch.cuda.empty_cache()
+
     def _setup(self, setup: RunSetup) -> dict[str, Any]:
         torch = self.torch
+        self._release()
         spec = self.specs[setup.family]
         torch.manual_seed(setup.seed)
         random.seed(setup.seed)
@@ -159,8 +185,7 @@ class BenchHandler:
 
     def _launcher(self, config: Config) -> Callable[[], Any]:
         assert self.spec is not None and self.setup is not None, "RunSetup must come first"
-        spec, dims, inputs = self.spec, self.setup.dims, self.inputs
-        return lambda: spec.launch(inputs, dims, config)
+        return self.spec.bound_launch(self.inputs, self.setup.dims, config)
 
     def _verified(self, launched: Any, expected: str | None) -> bool | None:
         """Whether the kernel the launch ran is the binary the compile worker built."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from corpus.identity import input_signature, spec_kernel_id
 from corpus.suite.spec import Config, Dims, KernelSpec, shape_name
+from corpus.suite.targets import DEFAULT_TARGET, is_cuda_target, targeting
 from schemas.identity import canonical_json, content_hash, run_id
 
 
@@ -70,6 +71,9 @@ class PlanRequest:
     seed: int
     device_model: str
     toolchain: Mapping[str, Any]
+    target: str = DEFAULT_TARGET
+    """Compile target whose limits the families' validity rules apply (``sm_90``...; other
+    backends' targets fall back to the suite's reference architecture)."""
 
 
 def _run_seed(seed: int, family: str, dims: Dims, dtype: str) -> int:
@@ -100,14 +104,21 @@ def plan_configs(spec: KernelSpec, dims: Dims, dtype: str, max_configs: int | No
         chosen = valid + invalid
     else:
         others = [p for p in valid if p.config != default]
+        rng.shuffle(others)  # a prefix of one seeded order: --max-configs 8 is a subset of 32
         keep = max(0, max_configs - 1)
-        chosen = [p for p in valid if p.config == default] + rng.sample(others, min(keep, len(others)))
+        chosen = [p for p in valid if p.config == default] + others[:keep]
     rng.shuffle(chosen)
     return chosen
 
 
 def plan_runs(specs: Mapping[str, KernelSpec], request: PlanRequest) -> list[PlannedRun]:
     """Every run of the selected families at ``request.scale``, in a stable order."""
+    target = request.target if is_cuda_target(request.target) else DEFAULT_TARGET
+    with targeting(target):
+        return _plan_runs(specs, request)
+
+
+def _plan_runs(specs: Mapping[str, KernelSpec], request: PlanRequest) -> list[PlannedRun]:
     runs = []
     for name, spec in specs.items():
         kernel = spec_kernel_id(spec)

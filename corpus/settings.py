@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+
+from corpus.device import parse_visible_devices
 
 CODEGEN_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_", "PTXAS_")
 """Environment variables with these prefixes may change generated code; their values enter the
@@ -47,6 +48,11 @@ class Settings:
     cache_home: str = os.path.join(os.path.expanduser("~"), ".cache")
     """The user's cache directory: XDG_CACHE_HOME, else ~/.cache."""
 
+    @property
+    def visible_devices(self) -> tuple[str, ...] | None:
+        """CUDA_VISIBLE_DEVICES entries (indices, GPU-/MIG- UUIDs) in order; None when unset."""
+        return parse_visible_devices(self.cuda_visible_devices)
+
 
 def read_settings(environ: Mapping[str, str] | None = None, *, allow_interpret: bool = False) -> Settings:
     """Read and validate the environment (``os.environ`` by default). ``allow_interpret``:
@@ -63,8 +69,10 @@ def read_settings(environ: Mapping[str, str] | None = None, *, allow_interpret: 
             "interpreter itself for its CPU benchmark worker (--device cpu)"
         )
     visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible and not re.fullmatch(r"[0-9A-Za-z,\-]+", visible):
-        raise SettingsError(f"CUDA_VISIBLE_DEVICES={visible!r} is not a comma-separated device list")
+    try:
+        parse_visible_devices(visible)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
     home = env.get("HOME") or os.path.expanduser("~")
     return Settings(
         codegen_env=codegen,

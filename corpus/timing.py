@@ -3,8 +3,29 @@ CUDA graphs, and the wall clock.
 
 A timer times ``reps`` launches of one config at a time (:meth:`time_reps`); the interleaved
 pass schedule that decides which config is timed when lives in :mod:`corpus.interleave`.
-``launch`` is one kernel launch, ``restore`` puts mutated inputs back; ``restore`` and the L2
-flush always run outside the timed region. Samples are per-rep milliseconds in timing order.
+``launch`` is one kernel launch with its arguments bound beforehand
+(:meth:`corpus.suite.spec.KernelSpec.bound_launch`: the spec's ``prepare`` plus
+``kernel[grid](**args)``), ``restore`` puts mutated inputs back; ``restore`` and the L2 flush
+always run outside the timed region. Samples are per-rep milliseconds in timing order.
+
+What one sample includes, per timer (``runs.timer``):
+
+- ``thread_cpu`` / ``process_cpu`` / ``wall`` (interpreter): the host clock read before and
+  after one synchronous launch: Triton's launcher (argument checks, cache lookup) and the
+  interpreted execution; CPU time of the launching thread / of the whole worker process /
+  elapsed wall time (the last also counts time spent waiting for a core).
+- ``cuda_event``: GPU time between two events recorded on the stream around one launch. The
+  flush buffer (:func:`l2_flush_bytes`, recorded in ``runs.l2_flush_bytes``) is written and
+  mutated inputs are restored before the start event, so the L2 holds none of the kernel's
+  data. The sample includes the launch's GPU-side start-up and, when the host enqueues slower
+  than the GPU runs (kernels of a few microseconds), the gap the host's launch overhead
+  leaves between the events.
+- ``cuda_graph``: ``launches_per_graph`` back-to-back launches captured in one CUDA graph;
+  one sample is one replay's event-to-event time divided by that count (as
+  ``triton.testing.do_bench_cudagraph`` does), so host launch overhead and the graph launch's
+  own latency are amortized away. Flush and restore run before each replay, so only the first
+  launch of a replay starts from a cold L2; a kernel that mutates its inputs sees its own
+  output in the later launches of a replay.
 """
 
 from __future__ import annotations
@@ -58,11 +79,15 @@ def summarize(samples_ms: Sequence[float]) -> TimingStats:
     )
 
 
-MIN_FLUSH_BYTES = 64 << 20
+MIN_FLUSH_BYTES = 256 << 20
+"""Triton's ``do_bench`` flushes with a 256 MB buffer; never flush with less."""
+
+GRAPH_LAUNCHES = 16
+"""Launches captured in one CUDA graph by :class:`CudaGraphTimer` (one sample = replay / 16)."""
 
 
 def l2_flush_bytes(l2_bytes: int | None) -> int:
-    """Size of the buffer written between reps: at least twice the L2, and 64 MiB."""
+    """Size of the buffer written between reps, bytes: twice the L2, at least 256 MiB."""
     return max(2 * int(l2_bytes or 0), MIN_FLUSH_BYTES)
 
 
@@ -193,10 +218,21 @@ class CudaEventTimer:
 
 
 class CudaGraphTimer(CudaEventTimer):
-    """Like :class:`CudaEventTimer`, but the launch is captured once into a CUDA graph and each
-    rep replays it: the samples exclude Python and driver launch overhead."""
+    """Like :class:`CudaEventTimer`, but ``launches_per_graph`` launches are captured once into
+    a CUDA graph and each rep replays it; a sample is the replay's time divided by the number
+    of launches, so Python, driver and graph-launch overhead are amortized away."""
 
     kind = Timer.CUDA_GRAPH.value
+
+    def __init__(self, device: Any, flush_bytes: int, launches_per_graph: int = GRAPH_LAUNCHES) -> None:
+        if launches_per_graph < 1:
+            raise ValueError(f"launches_per_graph must be >= 1, got {launches_per_graph}")
+        super().__init__(device, flush_bytes)
+        self.launches_per_graph = launches_per_graph
+
+    def time_reps(self, launch: Launch, restore: Launch | None, reps: int) -> list[float]:
+        replays = super().time_reps(launch, restore, reps)
+        return [elapsed / self.launches_per_graph for elapsed in replays]
 
     def prepare(self, launch: Launch) -> Launch:
         torch = self.torch
@@ -207,5 +243,6 @@ class CudaGraphTimer(CudaEventTimer):
         torch.cuda.current_stream(self.device).wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            launch()
+            for _ in range(self.launches_per_graph):
+                launch()
         return graph.replay

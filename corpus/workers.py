@@ -3,14 +3,19 @@
 A :class:`WorkerProcess` runs a handler in a child process (``spawn``, so no CUDA or Triton
 state leaks from the parent) and serves one request at a time. A request that outlives its
 timeout gets the child SIGKILLed and respawned: the only way to stop a hung compile, an
-infinite loop in the interpreter, or a wedged GPU context.
+infinite loop in the interpreter, or a wedged GPU context. A child that died while idle (e.g.
+the OOM killer) is respawned by the next request. On Linux each child asks the kernel to
+SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``), so a killed harvest leaves no orphans.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import multiprocessing as mp
 import os
+import signal
+import sys
 import traceback
 import warnings
 from collections.abc import Callable, Mapping
@@ -36,7 +41,36 @@ QUIET_WARNINGS = ("TRITON_DEFAULT_FP_FUSION is unset",)
 """Warnings every worker would print once per process: noise in a harvest's output."""
 
 
-def _serve(connection: Connection, factory: str, init: Any, environment: Mapping[str, str]) -> None:
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option from <linux/prctl.h>: the signal this process gets when its parent dies."""
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when the process ``parent_pid`` dies (Linux).
+
+    Called first thing in a worker. The death signal fires when the *thread* that spawned the
+    child exits, so workers are spawned by threads that outlive them (lane threads, the compile
+    pool's threads). No-op elsewhere: there, :meth:`WorkerProcess.close` is the only cleanup."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def _serve(
+    connection: Connection,
+    factory: str,
+    init: Any,
+    environment: Mapping[str, str],
+    parent_pid: int,
+    niceness: int,
+) -> None:
+    die_with_parent(parent_pid)
+    if niceness:
+        os.nice(niceness)  # compile workers yield the cores to the benchmark workers
     os.environ.update(environment)  # before the handler imports Triton or kernel modules
     for message in QUIET_WARNINGS:
         warnings.filterwarnings("ignore", message=message)
@@ -61,7 +95,8 @@ class WorkerProcess:
 
     ``factory`` is ``"module:callable"``, imported in the child after ``environment`` is
     applied; ``callable(init)`` returns the handler. ``start_timeout_s`` bounds start-up
-    (imports of torch and Triton take seconds).
+    (imports of torch and Triton take seconds). ``niceness`` is added to the child's
+    scheduling niceness (compile workers run below the benchmark workers).
     """
 
     def __init__(
@@ -72,12 +107,14 @@ class WorkerProcess:
         environment: Mapping[str, str],
         *,
         start_timeout_s: float = 180.0,
+        niceness: int = 0,
     ) -> None:
         self.name = name
         self.factory = factory
         self.init = init
         self.environment = dict(environment)
         self.start_timeout_s = start_timeout_s
+        self.niceness = niceness
         self.restarts = 0
         self._process: mp.process.BaseProcess | None = None
         self._connection: Connection | None = None
@@ -86,7 +123,10 @@ class WorkerProcess:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
         process = context.Process(
-            target=_serve, args=(child, self.factory, self.init, self.environment), name=self.name, daemon=True
+            target=_serve,
+            args=(child, self.factory, self.init, self.environment, os.getpid(), self.niceness),
+            name=self.name,
+            daemon=True,
         )
         process.start()
         child.close()
@@ -107,12 +147,26 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None when none runs)."""
+        return self._process.pid if self.alive and self._process is not None else None
+
     def call(self, request: Any, timeout_s: float) -> Any:
-        """Send ``request`` and wait at most ``timeout_s`` for the handler's result."""
+        """Send ``request`` and wait at most ``timeout_s`` for the handler's result. A child
+        that died since the last request (OOM killer, a crash while idle) is replaced first."""
         if not self.alive:
+            if self._process is not None:
+                self.kill()  # reap the dead child, close its pipe; counts as a restart
             self.start()
         assert self._connection is not None
-        self._connection.send(request)
+        try:
+            self._connection.send(request)
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            self.kill()  # died between the liveness check and the send: one fresh try
+            self.start()
+            assert self._connection is not None
+            self._connection.send(request)
         if not self._connection.poll(timeout_s):
             self.kill()
             raise WorkerTimeout(f"worker {self.name}: no answer within {timeout_s:g} s; killed")

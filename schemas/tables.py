@@ -129,7 +129,7 @@ RUNS = pa.schema(
         _f("toolchain_json", pa.string(), "Canonical JSON of the toolchain fingerprint hashed into run_id."),
         _f("ir_target", pa.string(), "Compile target of the stored IR graphs and static SASS stats, e.g. 'sm_90' (the device's own arch on a GPU; an explicit target on the interpreter)."),
         _f("hostname", pa.string(), "Machine that ran the harvest: its host name when harvested with --record-host, else an anonymous id stable per machine ('anon-' + 16 hex digits, a keyed hash of the host name; see schemas.machine). Version-1 rows hold host names until `python -m schemas scrub`."),
-        _f("setup_error", pa.string(), "Why the run could not be set up (inputs, reference) on the benchmark device; null when it was. Such a run has no timed measurements."),
+        _f("setup_error", pa.string(), "Why the run could not be set up (inputs, reference) on the benchmark device; null when it was. Such a run has no timed measurements: configs that compiled keep their compile outcome and IR, and their measurements rows have status skipped with error 'run setup failed: <reason>'."),
         _f("source", pa.string(), "Where the rows came from: harvest, record (a live workload's Triton autotuning), helion or tritonparse (imported logs); 'harvest' in lifted version-1 rows."),
         _f("source_ref", pa.string(), "The source's own id of this run (e.g. Helion's run_id), kept as provenance."),
         _f("autotune_cache_hit", pa.bool_(), "Runs of a live or traced autotuning (sources record and tritonparse): True when Triton's autotune cache served the tuning, so nothing was benchmarked; the run then has no measurements rows and best_config_id is the cached choice. Null for other sources."),

@@ -19,6 +19,7 @@ import sys
 from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
+from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.settings import SettingsError, read_settings
 from corpus.suite.spec import SCALES
 from schemas import DatasetError
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="dataset", help="dataset root: a directory or fsspec URL (default: ./dataset)")
     p.add_argument("--device", default="auto", help="auto | cpu (Triton interpreter) | cuda | cuda:0,1 (default: auto)")
     p.add_argument("--target", default=None, help="compile target for IR and static stats, e.g. sm_90, sm_80 (default: the GPU's own arch; sm_90 on CPU)")
-    p.add_argument("--workers", type=_positive, default=default_workers(), help=f"compile worker processes (default: CPU cores - 1, at least 2, at most 16: {default_workers()} here)")
+    p.add_argument("--workers", type=_positive, default=None, help=f"compile worker processes (default: CPU cores minus one per benchmark lane, at least 2, at most 16: {default_workers()} here with one lane)")
     p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, split by run_id (default: 0/1)")
     p.add_argument("--no-resume", dest="resume", action="store_false", help="redo runs already committed in --out (they are kept; new rows get a new harvest_id)")
     p.add_argument("--warmup", type=int, default=None, help="untimed launches per config before its first timed rep (default: 10 on GPU, 0 on the interpreter, where the correctness check already ran it)")
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-empty", action="store_true", help="exit 0 when the selection plans no runs (default: that is an error)")
     p.add_argument("--allow-repeat", action="store_true", help="run even while an identical harvest (same runs) is writing into the same --out; by default the second one stops")
     p.add_argument("--no-compact", dest="compact", action="store_false", help="leave the files this harvest wrote as they are (default: merge them per partition at the end)")
+    p.add_argument("--self-test", action="store_true", help="check this machine instead of harvesting: device facts, copy bandwidth vs peak, the L2 flush, the compile-worker -> launch cache hit, each timer (the interpreter subset without a GPU); exit 1 if a check fails")
     p.add_argument("--record-host", action="store_true", help="record the host name in runs.hostname (default: an anonymous id, stable per machine, so the dataset can be published as it is)")
     return p
 
@@ -110,8 +112,16 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = parse(argv)
+    args = build_parser().parse_args(argv)
     console = Console()
+    if args.self_test:
+        try:
+            settings = read_settings()
+            return exit_code(run_self_test(self_test_config(args.device, args.suite, settings), settings, console))
+        except (SettingsError, ValueError) as exc:
+            console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+            return 2
+    config = parse(argv)
     try:
         run_harvest(config, read_settings(), console)
     except (HarvestError, SettingsError, DatasetError, KeyError, ModuleNotFoundError, ValueError) as exc:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from rich.console import Console
 
-from corpus.device import DeviceFacts, cuda_facts, interpreter_facts
+from corpus.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
 from corpus.harvest.checks import (
     check_dtypes,
     check_plan,
@@ -18,11 +18,12 @@ from corpus.harvest.checks import (
     probe_out,
 )
 from corpus.harvest.report import HarvestProgress, print_plan, print_summary
+from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import (
     Execution,
     Harvester,
     HarvestTotals,
-    existing_ids,
+    bench_settings,
 )
 from corpus.harvest.scratch import scratch_directory
 from corpus.identity import toolchain_fingerprint
@@ -52,7 +53,8 @@ class HarvestConfig:
     max_configs: int | None = None
     device: str = "auto"
     target: str | None = None
-    workers: int = 2
+    workers: int | None = None
+    """Compile worker processes; None: :func:`default_workers` for the number of lanes."""
     shard: tuple[int, int] = (0, 1)
     resume: bool = True
     warmup: int | None = None
@@ -94,6 +96,10 @@ def resolve_devices(device: str) -> tuple[str, ...]:
     """'auto' | 'cpu' | 'cuda' | 'cuda:0,1' -> benchmark devices."""
     if device == "cpu":
         return (DEVICE_INTERPRETER,)
+    listed = [i.strip() for i in device.removeprefix("cuda:").split(",")] if device.startswith("cuda:") else []
+    twice = sorted({i for i in listed if i and listed.count(i) > 1})
+    if twice:
+        raise HarvestError(f"--device {device}: GPU {twice[0]} is listed twice; one benchmark lane per GPU")
     import torch
 
     available = torch.cuda.is_available()
@@ -112,10 +118,16 @@ def resolve_devices(device: str) -> tuple[str, ...]:
     raise HarvestError(f"--device {device!r}: expected auto, cpu, cuda or cuda:0,1")
 
 
-def device_facts(devices: tuple[str, ...]) -> DeviceFacts:
+def device_facts(devices: tuple[str, ...], visible: tuple[str, ...] | None = None) -> DeviceFacts:
+    """Facts of the lanes' device model; refuses lanes that are one physical GPU (joined by
+    UUID, so two visible entries naming one board are caught too) or different models."""
     if devices == (DEVICE_INTERPRETER,):
         return interpreter_facts()
-    facts = [cuda_facts(d) for d in devices]
+    try:
+        cuda_lanes(devices, visible)
+    except ValueError as exc:
+        raise HarvestError(f"--device {','.join(devices)}: {exc}") from None
+    facts = [cuda_facts(d, visible) for d in devices]
     models = {f.model for f in facts}
     if len(models) > 1:
         raise HarvestError(f"devices {', '.join(devices)} are different models ({', '.join(sorted(models))}); harvest each model separately")
@@ -162,7 +174,7 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
         suite=config.suite,
         devices=devices,
         target=target,
-        workers=max(1, config.workers),
+        workers=max(1, config.workers) if config.workers is not None else default_workers(len(devices)),
         compile_timeout_s=config.compile_timeout_s,
         bench_timeout_s=config.bench_timeout_s,
         warmup=config.warmup if config.warmup is not None else warmup,
@@ -202,7 +214,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     specs = load_families(config.suite, config.families)  # bad input is refused before any work
     check_dtypes(config.dtypes, specs)
     devices = resolve_devices(config.device)
-    facts = device_facts(devices)
+    facts = device_facts(devices, settings.visible_devices)
     interpreter = devices == (DEVICE_INTERPRETER,)
     execution = resolve_execution(config, settings, devices, facts)
     check_target(execution.target)
@@ -217,17 +229,19 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         seed=config.seed,
         device_model=facts.model,
         toolchain=toolchain,
+        target=execution.target,
     )
     planned = shard(plan_runs(specs, request), *config.shard)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
-    committed = existing_ids(config.out, "runs", "run_id") if config.resume else set()
-    todo = [run for run in planned if run.run_id not in committed]
+    resumed = resume_plan(config.out, planned, bench_settings(execution)) if config.resume else ResumePlan(list(planned))
+    todo = resumed.todo
+    committed = {run.run_id for run in planned} - {run.run_id for run in todo}
     if config.dry_run:
         print_plan(console, planned, committed, facts, execution)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out)
     console.print(
-        f"harvest: {len(todo)} run(s) to do, {len(planned) - len(todo)} already committed; "
+        f"harvest: {resumed.describe()}; "
         f"device {facts.device_name} ({facts.arch}), IR target {execution.target}, "
         f"{execution.workers} compile worker(s), out {config.out}"
     )
@@ -302,7 +316,7 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
     console.print(f"compacted {merged} file(s) of this harvest into {len(report.merged)}")
 
 
-def default_workers() -> int:
-    """Compile workers: one per CPU core the benchmark worker leaves free, 2 to 16."""
+def default_workers(lanes: int = 1) -> int:
+    """Compile workers: one per CPU core the ``lanes`` benchmark workers leave free, 2 to 16."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(2, min(16, cores - 1))
+    return max(2, min(16, cores - max(1, lanes)))

@@ -149,12 +149,14 @@ def run_row(
     host: str | None = None,
     ir_target: str | None = None,
     source: str = Source.HARVEST.value,
+    setup_error: str | None = None,
 ) -> dict[str, Any]:
     """The runs row that commits ``run``; summarizes its measurements. ``host``: what
     ``runs.hostname`` records (see :func:`schemas.machine.machine_label`); None records this
     machine's anonymous id. ``ir_target``: the target the stored IR and static stats were
     compiled for (any spelling :func:`ir_target_name` accepts; None when unknown).
-    ``source``: where the rows came from (:class:`schemas.enums.Source`)."""
+    ``source``: where the rows came from (:class:`schemas.enums.Source`). ``setup_error``:
+    why the benchmark device could not set the run up (None when it could)."""
     ok = [m for m in measurements if m["status"] == Status.OK.value]
     best = min(ok, key=lambda m: m["median_ms"], default=None)
     default = next((m for m in ok if m["is_default"]), None)
@@ -181,6 +183,7 @@ def run_row(
         "torch_version": versions.get("torch"),
         "toolchain_json": canonical_json(dict(toolchain)),
         "ir_target": ir_target_name(ir_target) if ir_target is not None else None,
+        "setup_error": setup_error,
         "source": source,
         "hostname": host if host is not None else machine_label(record_host=False),
         **bench_settings,

@@ -6,7 +6,14 @@ benchmark lanes, so devices rarely wait for the compiler. A lane checks each con
 against the reference as its compile arrives (a config whose binary and launch repeat an
 earlier one's is not run again: it shares that measurement), then times the checked configs
 in interleaved passes (:mod:`corpus.interleave`). Each run's rows are written when the run
-finishes: IR tables and measurements first, the ``runs`` row last (the commit).
+finishes: IR tables and measurements first, the ``runs`` row last (the commit). Which lane
+takes which run, and how far compiles run ahead, is :class:`corpus.harvest.scheduler.Scheduler`.
+
+A lane survives its worker: any failed request is followed by a probe of the device, and a
+sticky CUDA error, a failed probe or an error of unknown cause replaces the worker process
+(the row keeps the classified status and the error text). Workers are also recycled after
+``Execution.recycle_runs`` runs or when their resident memory passes
+``Execution.recycle_rss_bytes``.
 """
 
 from __future__ import annotations
@@ -20,14 +27,16 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
-from corpus.bench_worker import BenchInit, BenchOutcome, ConfigCheck, RunSetup, TimeReps
+from corpus.bench_worker import BenchInit, BenchOutcome, ConfigCheck, Probe, RunSetup, TimeReps
 from corpus.compile_worker import CompileInit, CompileOutcome, CompileTask
 from corpus.device import DeviceFacts
+from corpus.errors import classify_launch_error, is_sticky
 from corpus.harvest.rows import kernel_row, measurement_row, now, run_row
+from corpus.harvest.scheduler import Scheduler
 from corpus.interleave import PassPlan, run_passes, run_sequential
 from corpus.plan import PlannedConfig, PlannedRun
 from corpus.suite.spec import KernelSpec
@@ -38,6 +47,11 @@ from schemas.errors import WriteFailedError
 
 COMPILE_FACTORY = "corpus.compile_worker:make_handler"
 BENCH_FACTORY = "corpus.bench_worker:make_handler"
+COMPILE_NICENESS = 10
+"""Added to compile workers' niceness: when cores are short the benchmark workers (and the
+host work their timings include) run first."""
+SETUP_FAILED = "run setup failed: "
+"""Prefix of the error of every config a run whose setup failed did not benchmark."""
 IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
 BUFFERED_TABLES = ("kernels", *IR_TABLES, "measurements", "runs")
 
@@ -77,6 +91,26 @@ class Execution:
     host: str | None = None
     """What ``runs.hostname`` records: the host name with ``--record-host``, else this
     machine's anonymous id (None: the anonymous id)."""
+    recycle_runs: int = 200
+    """A benchmark worker is replaced after serving this many runs (0: never): whatever a
+    long-lived process accumulates (allocator fragmentation, leaked host memory) is dropped."""
+    recycle_rss_bytes: int = 16 << 30
+    """A benchmark worker whose resident host memory exceeds this many bytes when a run
+    starts is replaced first (0: no limit)."""
+
+
+def bench_settings(execution: Execution) -> dict[str, Any]:
+    """The timing settings every ``runs`` row of this harvest records (and resume compares)."""
+    reps = execution.passes * execution.reps_per_pass
+    return {
+        "timer": execution.timer,
+        "l2_flush": execution.l2_flush,
+        "l2_flush_bytes": execution.l2_flush_bytes,
+        "warmup": execution.warmup,
+        "rep": reps,
+        "timing_passes": execution.passes if execution.interleave else 1,
+        "reps_per_pass": execution.reps_per_pass if execution.interleave else reps,
+    }
 
 
 @dataclass
@@ -130,7 +164,13 @@ class CompilePool:
         worker = getattr(self.local, "worker", None)
         if worker is None:
             with self.lock:
-                worker = WorkerProcess(f"compile-{len(self.processes)}", COMPILE_FACTORY, self.init, self.environment)
+                worker = WorkerProcess(
+                    f"compile-{len(self.processes)}",
+                    COMPILE_FACTORY,
+                    self.init,
+                    self.environment,
+                    niceness=COMPILE_NICENESS,
+                )
                 self.processes.append(worker)
             self.local.worker = worker
         return worker
@@ -167,14 +207,79 @@ class CompilePool:
             worker.kill()
 
 
+class Worker(Protocol):
+    """What a lane needs of its worker (:class:`corpus.workers.WorkerProcess`, or an
+    in-process fake in tests)."""
+
+    restarts: int
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def call(self, request: Any, timeout_s: float) -> Any: ...
+
+    def kill(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def resident_bytes(pid: int | None) -> int | None:
+    """Resident set size of process ``pid`` in bytes (Linux ``/proc``; None when unknown)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _last_line(text: str, limit: int = 400) -> str:
+    lines = str(text).strip().splitlines()
+    return (lines[-1] if lines else "")[:limit]
+
+
 class BenchLane:
     """One benchmark worker process on one device, benchmarking runs one after another."""
 
-    def __init__(self, device: str, execution: Execution, environment: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        device: str,
+        execution: Execution,
+        environment: Mapping[str, str],
+        worker: Worker | None = None,
+    ) -> None:
         init = BenchInit(execution.suite, device, execution.timer, execution.warmup, execution.l2_flush)
-        self.worker = WorkerProcess(f"bench-{device}", BENCH_FACTORY, init, environment)
+        self.worker: Worker = worker or WorkerProcess(f"bench-{device}", BENCH_FACTORY, init, environment)
         self.timeout_s = execution.bench_timeout_s
+        self.recycle_runs = execution.recycle_runs
+        self.recycle_rss_bytes = execution.recycle_rss_bytes
         self.prepared: RunSetup | None = None
+        self.prepared_pid: int | None = None
+        """The worker process that holds ``prepared`` (a respawned one holds no run)."""
+        self.runs_served = 0
+        """Runs set up by the current worker process."""
+        self.replaced: list[str] = []
+        """Why each worker was replaced, in order (the summary and tests read it)."""
+
+    def setup(self, setup: RunSetup) -> str | None:
+        """Build ``setup``'s inputs and reference on the worker (recycling it first when due);
+        returns None, or why the run cannot be set up."""
+        self._recycle_if_due()
+        try:
+            self.worker.call(setup, self.timeout_s)
+        except WorkerTimeout:
+            self._replaced("setup timed out")
+            return f"no setup within {self.timeout_s:g} s; benchmark worker killed"
+        except WorkerCrashed as exc:
+            self._replaced("crashed during setup")
+            return f"benchmark worker crashed: {exc}"
+        except WorkerError as exc:
+            self._after_error(str(exc))
+            return _last_line(str(exc))
+        self.prepared, self.prepared_pid = setup, self.worker.pid
+        self.runs_served += 1
+        return None
 
     def check(self, setup: RunSetup, planned: PlannedConfig, binary_hash: str | None) -> BenchOutcome:
         """Launch once and compare with the reference."""
@@ -185,24 +290,77 @@ class BenchLane:
         return self._call(setup, TimeReps(planned.config, reps))
 
     def _call(self, setup: RunSetup, request: ConfigCheck | TimeReps) -> BenchOutcome:
+        if self.prepared != setup or self.worker.pid != self.prepared_pid:
+            # a new run, or a worker replaced (or found dead while idle) since the setup
+            problem = self.setup(setup)
+            if problem is not None:
+                return BenchOutcome(Status.RUNTIME_ERROR.value, SETUP_FAILED + problem)
         try:
-            if self.prepared != setup:  # also after a respawn: a fresh worker knows no run
-                self.worker.call(setup, self.timeout_s)
-                self.prepared = setup
             outcome: BenchOutcome = self.worker.call(request, self.timeout_s)
         except WorkerTimeout:
-            self.prepared = None
+            self._replaced("request timed out")
             return BenchOutcome(Status.TIMEOUT.value, f"no result within {self.timeout_s:g} s; benchmark worker killed")
         except WorkerCrashed as exc:
-            self.prepared = None
+            self._replaced("crashed")
             return BenchOutcome(Status.RUNTIME_ERROR.value, f"benchmark worker crashed: {exc}")
         except WorkerError as exc:
-            self.prepared = None
-            return BenchOutcome(Status.RUNTIME_ERROR.value, str(exc).strip().splitlines()[-1][:400])
+            status, _ = classify_launch_error(str(exc))
+            self._after_error(str(exc))
+            return BenchOutcome(status, _last_line(str(exc)))
+        if outcome.status == Status.OK.value:
+            return outcome
         if outcome.sticky:  # the CUDA context is poisoned: start over in a fresh process
-            self.worker.kill()
-            self.prepared = None
+            self._replace("sticky error")
+            return outcome
+        probe = self.probe()
+        if probe is not None:
+            outcome.error = f"{outcome.error or ''} [device probe failed afterwards: {probe}; worker replaced]".strip()
         return outcome
+
+    def probe(self) -> str | None:
+        """Ask the worker to synchronize its device; on any failure replace the worker and
+        return why (None: the device is fine)."""
+        try:
+            self.worker.call(Probe(), self.timeout_s)
+        except WorkerTimeout:
+            self._replaced("probe timed out")
+            return "no answer to the probe"
+        except WorkerCrashed as exc:
+            self._replaced("crashed during the probe")
+            return str(exc)
+        except WorkerError as exc:
+            self._replace("probe failed")
+            return _last_line(str(exc))
+        return None
+
+    def _after_error(self, text: str) -> None:
+        """A request raised in the worker: a sticky error, or one of unknown cause, replaces
+        the worker; a known, non-sticky one (e.g. out of memory) only needs the probe."""
+        status, sticky = classify_launch_error(text)
+        if sticky or is_sticky(text):
+            self._replace("sticky error")
+        elif status == Status.RUNTIME_ERROR.value:
+            self._replace("error of unknown cause")
+        else:
+            self.prepared = None
+            self.probe()
+
+    def _recycle_if_due(self) -> None:
+        if self.recycle_runs and self.runs_served >= self.recycle_runs:
+            self._replace(f"served {self.runs_served} runs")
+            return
+        rss = resident_bytes(self.worker.pid) if self.recycle_rss_bytes else None
+        if rss is not None and rss > self.recycle_rss_bytes:
+            self._replace(f"resident memory {rss >> 20} MiB")
+
+    def _replace(self, why: str) -> None:
+        self.worker.kill()  # the next request starts a fresh process
+        self._replaced(why)
+
+    def _replaced(self, why: str) -> None:
+        self.prepared = None
+        self.runs_served = 0
+        self.replaced.append(why)
 
     def close(self) -> None:
         self.worker.close()
@@ -241,15 +399,7 @@ class Harvester:
         self.pool = CompilePool(execution, environment_for(False))
         self.interpreter = execution.devices == (DEVICE_INTERPRETER,)
         self.lanes = [BenchLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
-        self.bench_settings = {
-            "timer": execution.timer,
-            "l2_flush": execution.l2_flush,
-            "l2_flush_bytes": execution.l2_flush_bytes,
-            "warmup": execution.warmup,
-            "rep": execution.passes * execution.reps_per_pass,
-            "timing_passes": execution.passes if execution.interleave else 1,
-            "reps_per_pass": execution.reps_per_pass if execution.interleave else execution.passes * execution.reps_per_pass,
-        }
+        self.bench_settings = bench_settings(execution)
 
     # -- compile scheduling ---------------------------------------------------------------
 
@@ -292,6 +442,9 @@ class Harvester:
         checked: dict[str, PlannedConfig] = {}
         plan = PassPlan(self.execution.passes, self.execution.reps_per_pass, run.seed)
         compile_s = bench_s = 0.0
+        begin = time.perf_counter()
+        setup_error = lane.setup(setup)  # overlaps the run's first compiles
+        bench_s += time.perf_counter() - begin
 
         def time_reps(config_id: str, reps: int) -> list[float] | None:
             if self.stop.is_set():  # the run is dropped anyway; do not respawn a killed worker
@@ -321,6 +474,10 @@ class Harvester:
             if compiled.status != Status.OK.value:
                 self.on_config(compiled.status)
                 continue
+            if setup_error is not None:  # compile outcomes and IR stay; nothing is benchmarked
+                bench_of[config_id] = BenchOutcome(Status.SKIPPED.value, SETUP_FAILED + setup_error)
+                self.on_config(Status.SKIPPED.value)
+                continue
             identity = self._identity(compiled)
             if identity is not None and identity in seen:
                 twins[config_id] = seen[identity]
@@ -348,7 +505,9 @@ class Harvester:
         if self.stop.is_set():
             return None
         outcomes = [(p, compiled_of[p.config.id], bench_of[p.config.id]) for p in run.configs]
-        return self._write_run(run, outcomes, started, compile_s, bench_s, twins=twins, host_load=host_load)
+        return self._write_run(
+            run, outcomes, started, compile_s, bench_s, twins=twins, host_load=host_load, setup_error=setup_error
+        )
 
     @staticmethod
     def _keep_samples(bench_of: dict[str, BenchOutcome | None], samples: Mapping[str, list[float]]) -> None:
@@ -367,6 +526,7 @@ class Harvester:
         *,
         twins: Mapping[str, str],
         host_load: float | None,
+        setup_error: str | None = None,
     ) -> RunResult:
         begin = time.perf_counter()
         arch = self.facts.arch
@@ -385,6 +545,7 @@ class Harvester:
             started,
             host=self.execution.host,
             ir_target=self.execution.target,
+            setup_error=setup_error,
         )
         with self.write_lock:
             for _, compiled, _ in outcomes:
@@ -450,62 +611,22 @@ class Harvester:
         """Execute ``runs``; on KeyboardInterrupt, stop, kill workers and re-raise (committed
         runs stay; the rest resume on the next invocation)."""
         self.pool.warm_up()
-        pending = list(runs)
-        queue_lock = threading.Lock()
-        slots = threading.Semaphore(self.execution.lookahead + len(self.lanes))
-        submitted: dict[str, dict[str, Future[CompileOutcome]]] = {}
-        submit_done = threading.Event()
-
-        def submitter() -> None:
-            for run in runs:
-                slots.acquire()
-                if self.stop.is_set():
-                    return
-                submitted[run.run_id] = self._submit_run(run)
-            submit_done.set()
-
-        failures: list[BaseException] = []
-
-        def lane_loop(lane: BenchLane) -> None:
-            try:
-                serve(lane)
-            except BaseException as exc:  # surfaced in the main thread below
-                failures.append(exc)
-                self.stop.set()
-
-        def serve(lane: BenchLane) -> None:
-            while not self.stop.is_set():
-                with queue_lock:
-                    if not pending:
-                        return
-                    run = pending.pop(0)
-                compiles = None
-                if self.execution.pipeline:
-                    while run.run_id not in submitted and not self.stop.is_set():
-                        time.sleep(0.01)
-                    compiles = submitted.pop(run.run_id, None)
-                self._execute_run(lane, run, compiles)
-                slots.release()
-
-        if self.execution.pipeline:
-            threading.Thread(target=submitter, name="submitter", daemon=True).start()
-        threads = [threading.Thread(target=lane_loop, args=(lane,), name=f"lane-{i}", daemon=True) for i, lane in enumerate(self.lanes)]
-        for thread in threads:
-            thread.start()
+        scheduler: Scheduler[BenchLane, PlannedRun, dict[str, Future[CompileOutcome]]] = Scheduler(
+            self.lanes,
+            self._execute_run,
+            self._submit_run,
+            pipeline=self.execution.pipeline,
+            lookahead=self.execution.lookahead,
+            stop=self.stop,
+        )
         try:
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(timeout=0.2)
+            scheduler.run(runs)
         except BaseException:
-            self.stop.set()
-            slots.release()
             self.close()
             self.flush()  # finished runs are complete: commit them
             raise
         self.close()
         self.flush()
-        if failures:
-            raise failures[0]
         return self.totals
 
     def close(self) -> None:

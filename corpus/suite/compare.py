@@ -45,7 +45,7 @@ class Comparison:
         return self.shape_error is None and self.unwritten == 0 and self.wrong == 0
 
     def describe(self) -> str:
-        """Why the output failed, e.g. ``"512 of 1024 elements never written (NaN), 3 wrong
+        """Why the output failed, e.g. ``"512 of 1024 elements never written (NaN), 3 differ
         (max abs error 0.5, atol=1e-4, rtol=1e-4)"``; empty when it matched."""
         if self.shape_error is not None:
             return self.shape_error
@@ -56,7 +56,7 @@ class Comparison:
             parts.append(f"{self.unwritten} of {self.elements} elements never written (NaN)")
         if self.wrong:
             prefix = "" if self.unwritten else f" of {self.elements} elements"
-            parts.append(f"{self.wrong}{prefix} wrong")
+            parts.append(f"{self.wrong}{prefix} differ")
         return (
             f"{', '.join(parts)} (max abs error {self.max_abs_error:.3g}, "
             f"atol={self.atol:g}, rtol={self.rtol:g})"

@@ -4,6 +4,7 @@ import threading
 import time
 
 import pytest
+import torch
 
 from corpus.interleave import PassPlan, pass_order, run_passes, run_sequential
 from corpus.timing import (
@@ -70,9 +71,10 @@ def test_process_cpu_time_counts_every_thread_of_the_process():
     assert process_ms >= 80 and thread_ms < 30, (process_ms, thread_ms)
 
 
-def test_flush_buffer_is_at_least_twice_l2():
-    assert l2_flush_bytes(50 << 20) == 100 << 20
-    assert l2_flush_bytes(None) == 64 << 20
+def test_flush_buffer_is_twice_l2_and_never_less_than_do_bench():
+    assert l2_flush_bytes(50 << 20) == 256 << 20  # H100: 2 x 50 MB is below Triton's 256 MB
+    assert l2_flush_bytes(200 << 20) == 400 << 20
+    assert l2_flush_bytes(None) == 256 << 20
 
 
 class RecordingLaunches:
@@ -129,3 +131,38 @@ def test_pass_plan_refuses_empty_timing():
         PassPlan(passes=0, reps_per_pass=1, seed=0)
     with pytest.raises(ValueError, match="repeat"):
         run_passes(["a", "a"], RecordingLaunches(), PassPlan(1, 1, 0))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_timer_divides_a_replay_of_many_launches():
+    """One graph sample is a replay of GRAPH_LAUNCHES launches divided by their number: about
+    the per-launch GPU time the event timer sees for a kernel far longer than a launch."""
+    from corpus.timing import GRAPH_LAUNCHES, CudaEventTimer, CudaGraphTimer
+
+    a = torch.randn(4096, 4096, device="cuda")
+    launches = []
+
+    def launch():
+        launches.append(1)
+        torch.mm(a, a)
+
+    graph = CudaGraphTimer("cuda", 0)
+    replay = graph.prepare(launch)
+    captured = len(launches)
+    assert captured == 1 + GRAPH_LAUNCHES  # one warm launch on a side stream, then the capture
+    per_launch = sorted(graph.time_reps(replay, None, 5))[2]
+    assert len(launches) == captured  # replays do not run Python
+    event = sorted(CudaEventTimer("cuda", 0).time_reps(launch, None, 5))[2]
+    assert 0.5 < per_launch / event < 1.5, (per_launch, event)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_event_timer_flushes_with_at_least_256_mib():
+    from corpus.timing import CudaEventTimer, l2_flush_bytes
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    timer = CudaEventTimer("cuda", l2_flush_bytes(l2))
+    assert timer.flush_buffer is not None
+    assert timer.flush_buffer.numel() * 4 >= max(256 << 20, 2 * l2)

@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from corpus.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def echo_factory(init):
@@ -48,3 +57,83 @@ def test_hung_request_kills_and_respawns_the_worker():
         assert worker.call("after", timeout_s=60) == (1, "after")
     finally:
         worker.close()
+
+
+def nice_factory(init):
+    import os
+    import time
+
+    def handle(request):
+        if request == "busy":
+            time.sleep(3600)
+        return (os.getpid(), os.nice(0), os.getppid())
+
+    return handle
+
+
+def test_a_worker_killed_while_idle_is_respawned_by_the_next_call():
+    worker = WorkerProcess("t", f"{__name__}:echo_factory", 2, {})
+    try:
+        worker.start()
+        first = worker.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)  # what the OOM killer does to an idle worker
+        deadline = time.monotonic() + 10
+        while worker.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert worker.call("next", timeout_s=60) == (2, "next")
+        assert worker.pid not in (None, first) and worker.restarts == 1
+    finally:
+        worker.close()
+
+
+def test_niceness_is_added_in_the_child_only():
+    worker = WorkerProcess("t", f"{__name__}:nice_factory", None, {}, niceness=5)
+    try:
+        pid, niceness, parent = worker.call("x", timeout_s=60)
+        assert (niceness, parent) == (os.nice(0) + 5, os.getpid()) and pid != os.getpid()
+    finally:
+        worker.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_workers_die_with_their_parent(tmp_path):
+    """A parent SIGKILLed while its worker is busy leaves no worker behind (no close() ran,
+    and the busy worker would not notice its pipe closing)."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from corpus.workers import WorkerProcess\n"
+        "if __name__ == '__main__':\n"
+        "    worker = WorkerProcess('orphan-test', 'tests.corpus.test_workers:nice_factory', None, {})\n"
+        "    print(worker.call('x', timeout_s=60)[0], flush=True)\n"
+        "    worker.call('busy', timeout_s=3600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        child = int(parent.stdout.readline())
+        assert process_exists(child)
+        time.sleep(0.5)  # the worker is inside the busy request now
+    finally:
+        parent.kill()
+        parent.wait()
+    assert wait_gone(child, timeout_s=10), f"worker {child} outlived its SIGKILLed parent"
+
+
+def process_exists(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while process_exists(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

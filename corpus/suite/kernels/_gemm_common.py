@@ -1,7 +1,8 @@
 """Shared, pure-Python helpers of the matmul and attention families: seeded tensor builders and
 the resource rules that decide whether a tile configuration can run.
 
-The resource limits are those of the harvest's reference GPU (H100/H200, sm_90). They are
+The shared-memory limit is the planned target's (:func:`corpus.suite.targets.current_limits`,
+sm_90 by default); the other limits hold on every target. They are
 estimates a tuner's pruning step would make before compiling; the harvest still records an
 ``out_of_resources`` row if the real kernel needs more than estimated.
 """
@@ -15,9 +16,7 @@ from typing import Any
 import torch
 
 from corpus.suite.spec import next_pow2, torch_dtype
-
-SHARED_MEMORY_LIMIT_BYTES = 227 * 1024
-"""Largest shared memory one block may use on sm_90 (bytes)."""
+from corpus.suite.targets import current_limits
 
 STATIC_SHARED_BYTES = 1024
 """Static shared memory Triton's sm_90 kernels add to their dynamic buffers (barriers);
@@ -82,11 +81,12 @@ def block_too_large(knob: str, block: int, extent: int) -> str | None:
 
 def shared_memory_reason(needed_bytes: int) -> str | None:
     """Reason when the estimated dynamic shared memory of a block (``needed_bytes``), plus
-    the static part, is over the sm_90 limit."""
-    if needed_bytes + STATIC_SHARED_BYTES > SHARED_MEMORY_LIMIT_BYTES:
+    the static part, is over the planned target's per-block limit."""
+    limits = current_limits()
+    if needed_bytes + STATIC_SHARED_BYTES > limits.shared_memory_per_block_bytes:
         return (
             f"needs ~{needed_bytes // 1024} KiB shared memory, over the "
-            f"{SHARED_MEMORY_LIMIT_BYTES // 1024} KiB per-block limit"
+            f"{limits.shared_memory_per_block_bytes // 1024} KiB per-block limit of {limits.arch}"
         )
     return None
 

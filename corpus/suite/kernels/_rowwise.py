@@ -25,6 +25,7 @@ from corpus.suite.spec import (
     per_thread_reason,
     product_configs,
 )
+from corpus.suite.targets import current_limits
 from schemas.enums import Role
 
 WARPS: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -50,20 +51,26 @@ def stages_reason(config: Config, loop_trips: int) -> str | None:
     return None
 
 
-SHARED_MEMORY_BUDGET = 200 * 1024
-"""Bytes of shared memory the pipelined loads of one program may take: the 227 KiB a
-Hopper block can opt into, less room for reduction scratch and the second loop of
-two-pass kernels."""
+SHARED_MEMORY_HEADROOM = 27 * 1024
+"""Bytes of a block's shared memory kept free of pipelined loads, for reduction scratch and
+the second loop of two-pass kernels (on sm_90: 227 KiB opt-in - 27 KiB = a 200 KiB budget)."""
+
+
+def shared_memory_budget() -> int:
+    """Bytes of shared memory the pipelined loads of one program may take on the planned
+    target (:func:`corpus.suite.targets.current_limits`)."""
+    return current_limits().shared_memory_per_block_bytes - SHARED_MEMORY_HEADROOM
 
 
 def shared_memory_reason(config: Config, bytes_per_stage: int) -> str | None:
     """Why the load pipeline does not fit: a loop pipelined ``num_stages`` deep keeps
     ``num_stages - 1`` iterations of its loads in flight in shared memory."""
     needed = (config.num_stages - 1) * bytes_per_stage
-    if needed > SHARED_MEMORY_BUDGET:
+    budget = shared_memory_budget()
+    if needed > budget:
         return (
             f"num_stages={config.num_stages} buffers {needed // 1024} KiB of loads in shared memory "
-            f"(> {SHARED_MEMORY_BUDGET // 1024} KiB)"
+            f"(> {budget // 1024} KiB on {current_limits().arch})"
         )
     return None
 

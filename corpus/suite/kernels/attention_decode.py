@@ -25,6 +25,9 @@ from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, dtype_bytes, next_pow2, product_configs
 from schemas.enums import Role
 
+REFERENCE_BLOCK_BYTES = 1 << 30
+"""Most bytes of expanded float32 keys and values the reference holds at once."""
+
 
 @triton.jit
 def _decode_key_block(
@@ -186,16 +189,27 @@ class AttentionDecode(KernelSpec):
         return grid, args
 
     def reference(self, inputs: Mapping[str, Any], dims: Dims) -> dict[str, Any]:
+        """Exact attention in float32, a few sequences at a time: the cache expanded to every
+        query head in float32 is 2 x 17 GB at the large scale; a block holds at most
+        ``REFERENCE_BLOCK_BYTES`` of it. Sequences are independent, so blocking changes no value."""
         group = dims["HEADS"] // dims["KV_HEADS"]
-        q = inputs["q"].float()  # (B, H, D)
-        k = inputs["k_cache"].float().repeat_interleave(group, dim=1)  # (B, H, S, D)
-        v = inputs["v_cache"].float().repeat_interleave(group, dim=1)
-        scores = torch.einsum("bhd,bhsd->bhs", q, k) * inputs["sm_scale"]
-        positions = torch.arange(dims["MAX_SEQ"], device=scores.device)
-        visible = positions[None, :] < inputs["seq_lens"].to(scores.device).long()[:, None]  # (B, S)
-        scores = scores.masked_fill(~visible[:, None, :], float("-inf"))
-        out = torch.einsum("bhs,bhsd->bhd", torch.softmax(scores, dim=-1), v)
-        return {"out": out.to(inputs["out"].dtype)}
+        batch, heads, max_seq, head_dim = dims["BATCH"], dims["HEADS"], dims["MAX_SEQ"], dims["HEAD_DIM"]
+        per_sequence = 2 * 4 * heads * max_seq * head_dim  # k and v of one sequence, float32
+        step = max(1, REFERENCE_BLOCK_BYTES // per_sequence)
+        lengths = inputs["seq_lens"].to(inputs["q"].device).long()
+        positions = torch.arange(max_seq, device=inputs["q"].device)
+        outs = []
+        for start in range(0, batch, step):
+            rows = slice(start, min(batch, start + step))
+            q = inputs["q"][rows].float()  # (b, H, D)
+            k = inputs["k_cache"][rows].float().repeat_interleave(group, dim=1)  # (b, H, S, D)
+            v = inputs["v_cache"][rows].float().repeat_interleave(group, dim=1)
+            scores = torch.einsum("bhd,bhsd->bhs", q, k) * inputs["sm_scale"]
+            visible = positions[None, :] < lengths[rows, None]  # (b, S)
+            scores = scores.masked_fill(~visible[:, None, :], float("-inf"))
+            outs.append(torch.einsum("bhs,bhsd->bhd", torch.softmax(scores, dim=-1), v))
+            del q, k, v, scores
+        return {"out": torch.cat(outs).to(inputs["out"].dtype)}
 
     def flops(self, dims: Dims) -> int:
         return 4 * dims["HEADS"] * dims["HEAD_DIM"] * sum(context_lengths(dims))

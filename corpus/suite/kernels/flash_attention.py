@@ -27,6 +27,9 @@ from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
 from schemas.enums import Role
 
+REFERENCE_BLOCK_BYTES = 1 << 30
+"""Most bytes of float32 scores the reference holds at once (one block of query rows)."""
+
 
 @triton.jit
 def _attend_key_blocks(
@@ -216,15 +219,25 @@ class FlashAttentionForward(KernelSpec):
         return grid, args
 
     def reference(self, inputs: Mapping[str, Any], dims: Dims) -> dict[str, Any]:
+        """Exact attention in float32, a block of query rows at a time: the full score matrix
+        of the large shapes (32 heads x 16384^2) would take tens of GB; a block's scores take
+        at most ``REFERENCE_BLOCK_BYTES``. Rows are independent, so blocking changes no value."""
         q, k, v = (inputs[n].float() for n in ("q", "k", "v"))
-        scores = (q @ k.transpose(-1, -2)) * inputs["sm_scale"]
-        if dims["CAUSAL"]:
-            seq = dims["SEQ"]
-            visible = torch.ones(seq, seq, dtype=torch.bool, device=scores.device).tril()
-            scores = scores.masked_fill(~visible, float("-inf"))
-        lse = torch.logsumexp(scores, dim=-1)
-        out = torch.softmax(scores, dim=-1) @ v
-        return {"out": out.to(inputs["out"].dtype), "lse": lse}
+        batch, heads, seq, _ = q.shape
+        rows = max(1, REFERENCE_BLOCK_BYTES // (4 * batch * heads * seq))
+        keys = torch.arange(seq, device=q.device)
+        outs, lses = [], []
+        for start in range(0, seq, rows):
+            stop = min(seq, start + rows)
+            scores = (q[:, :, start:stop] @ k.transpose(-1, -2)) * inputs["sm_scale"]
+            if dims["CAUSAL"]:
+                visible = keys[None, :] <= keys[start:stop, None]  # (rows, seq)
+                scores = scores.masked_fill(~visible, float("-inf"))
+            lses.append(torch.logsumexp(scores, dim=-1))
+            outs.append(torch.softmax(scores, dim=-1) @ v)
+            del scores
+        out = torch.cat(outs, dim=2)
+        return {"out": out.to(inputs["out"].dtype), "lse": torch.cat(lses, dim=2)}
 
     def flops(self, dims: Dims) -> int:
         b, h, s, d = dims["BATCH"], dims["HEADS"], dims["SEQ"], dims["HEAD_DIM"]

@@ -26,7 +26,7 @@ def test_counts_and_max_error_do_not_depend_on_the_chunk_size(chunk: int) -> Non
     assert (result.unwritten, result.wrong, result.elements) == (10, 2, 1000)
     assert result.max_abs_error == math.inf, "an unwritten element has no finite error"
     assert not result.ok
-    assert "10 of 1000 elements never written (NaN), 2 wrong" in result.describe()
+    assert "10 of 1000 elements never written (NaN), 2 differ" in result.describe()
     got[10:20] = want[10:20]
     written = compare_tensor("out", got, want, 1e-4, 1e-4, chunk_elements=chunk)
     assert (written.unwritten, written.wrong) == (0, 2)
@@ -45,7 +45,7 @@ def test_a_value_where_the_reference_is_nan_is_wrong_not_unwritten() -> None:
     want = torch.tensor([math.nan, 1.0])
     result = compare_tensor("out", torch.tensor([0.0, 1.0]), want, 1e-4, 1e-4)
     assert (result.unwritten, result.wrong, result.max_abs_error) == (0, 1, math.inf)
-    assert "1 of 2 elements wrong" in result.describe()
+    assert "1 of 2 elements differ" in result.describe()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -90,3 +90,18 @@ def test_zero_dim_and_empty_tensors() -> None:
 def test_bad_chunk_size_is_refused() -> None:
     with pytest.raises(ValueError, match="chunk_elements"):
         compare_tensor("out", torch.zeros(1), torch.zeros(1), 0.0, 0.0, chunk_elements=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_large_output_is_compared_on_the_device_in_bounded_memory() -> None:
+    want = torch.randn(64 << 20, device="cuda")  # 256 MiB of float32
+    got = want.clone()
+    got[-1000:] = math.nan
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    result = compare_tensor("out", got, want, 1e-4, 1e-4)
+    extra = torch.cuda.max_memory_allocated() - before
+    assert (result.unwritten, result.wrong) == (1000, 0)
+    assert extra < 16 * (1 << 22) * 8, f"{extra / 2**20:.0f} MiB extra: not bounded by the chunk"

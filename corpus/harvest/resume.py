@@ -1,0 +1,109 @@
+"""Resume at config granularity: which planned configs a dataset already holds.
+
+A config counts as measured when a committed harvest (one whose ``runs`` row exists for the
+run) wrote its ``measurements`` row with the same bench settings as this harvest
+(:data:`BENCH_SETTINGS`: timer, passes, reps, warmup, L2 flush). Such configs are dropped from
+the plan; a run whose every config is measured is skipped. Configs measured only under other
+settings are measured again, and the summary says so. ``run_id`` ignores ``--max-configs``,
+so ``--max-configs 8`` then ``--max-configs 32`` into one dataset ends with 32 configs per run
+(the seeded sample of 8 is a prefix of the sample of 32, see :func:`corpus.plan.plan_configs`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from corpus.plan import PlannedRun
+from schemas import DatasetError, read_table
+
+BENCH_SETTINGS = ("timer", "timing_passes", "reps_per_pass", "warmup", "l2_flush_bytes")
+"""``runs`` columns that must agree for an earlier measurement to stand for this harvest's."""
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What this harvest still has to do, and what it skips."""
+
+    todo: list[PlannedRun]
+    """Runs with at least one config to measure, holding only those configs."""
+    complete_runs: int = 0
+    """Planned runs whose every config is already measured with the same settings."""
+    skipped_configs: int = 0
+    """Configs (in all runs) already measured with the same settings."""
+    remeasured: Counter[str] = field(default_factory=Counter)
+    """Configs measured before only under other settings, by what differed
+    (e.g. ``"timer cuda_event != cuda_graph"``)."""
+
+    def describe(self) -> str:
+        """One line for the console: what is skipped and why."""
+        parts = [
+            f"{len(self.todo)} run(s) to do",
+            f"{self.complete_runs} run(s) complete",
+            f"{self.skipped_configs} config(s) already measured with the same bench settings skipped",
+        ]
+        for why, count in sorted(self.remeasured.items()):
+            parts.append(f"{count} config(s) measured again ({why})")
+        return "; ".join(parts)
+
+
+def _read(out: str, table: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+    try:
+        return read_table(out, table, columns=list(columns)).to_pylist()
+    except DatasetError as exc:
+        if "not found" in str(exc):
+            return []
+        raise
+
+
+def _difference(earlier: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """The first bench setting that differs (``"name old != new"``), or None."""
+    for name in BENCH_SETTINGS:
+        if earlier.get(name) != current.get(name):
+            return f"{name} {earlier.get(name)} != {current.get(name)}"
+    return None
+
+
+def resume_plan(out: str, planned: Sequence[PlannedRun], settings: Mapping[str, Any]) -> ResumePlan:
+    """Drop from ``planned`` the configs ``out`` holds with bench ``settings`` (a mapping with
+    every name of :data:`BENCH_SETTINGS`, as ``runs`` rows record them)."""
+    missing = [name for name in BENCH_SETTINGS if name not in settings]
+    if missing:
+        raise ValueError(f"resume needs the bench settings {', '.join(missing)}")
+    wanted = {run.run_id for run in planned}
+    harvest_difference: dict[tuple[str, str], str | None] = {}
+    for row in _read(out, "runs", ["run_id", "harvest_id", *BENCH_SETTINGS]):
+        if row["run_id"] in wanted:
+            harvest_difference[(row["run_id"], row["harvest_id"])] = _difference(row, settings)
+    same: set[tuple[str, str]] = set()
+    other: dict[tuple[str, str], str] = {}
+    if harvest_difference:
+        for row in _read(out, "measurements", ["run_id", "harvest_id", "config_id"]):
+            key = (row["run_id"], row["harvest_id"])
+            if key not in harvest_difference:
+                continue  # not committed, or not planned now
+            config = (row["run_id"], row["config_id"])
+            why = harvest_difference[key]
+            if why is None:
+                same.add(config)
+            else:
+                other.setdefault(config, why)
+    todo: list[PlannedRun] = []
+    complete = skipped = 0
+    remeasured: Counter[str] = Counter()
+    for run in planned:
+        left = [p for p in run.configs if (run.run_id, p.config.id) not in same]
+        skipped += len(run.configs) - len(left)
+        for p in left:
+            why = other.get((run.run_id, p.config.id))
+            if why is not None:
+                remeasured[why] += 1
+        if not left:
+            complete += 1
+        elif len(left) == len(run.configs):
+            todo.append(run)
+        else:
+            todo.append(replace(run, configs=tuple(left)))
+    return ResumePlan(todo, complete, skipped, remeasured)

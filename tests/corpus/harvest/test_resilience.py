@@ -1,0 +1,123 @@
+"""End-to-end: a killed harvest leaves no workers, a failed run setup is one run-level outcome,
+and resume works per (run_id, config_id)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from schemas import read_table
+from schemas.check import check_dataset
+from tests.corpus.harvest.conftest import (
+    BASE_ARGS,
+    REPO,
+    harvest_command,
+    measured_keys,
+    run_harvest,
+)
+from tests.corpus.harvest.setup_kernels import REFERENCE_FAILURE
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+
+
+def children(pid: int) -> set[int]:
+    """Direct child processes of ``pid`` (every thread's children)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.update(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_sigkilled_harvest_leaves_no_worker_processes(tmp_path: Path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    harvest = subprocess.Popen(
+        harvest_command(tmp_path / "out", *BASE_ARGS),
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers) < 3 and time.monotonic() < deadline:  # 2 compile + 1 benchmark
+            workers |= children(harvest.pid)
+            time.sleep(0.1)
+        assert len(workers) >= 3, f"the harvest started only {sorted(workers)}"
+        time.sleep(1.0)  # let them get busy
+        harvest.send_signal(signal.SIGKILL)  # the harvest only: no process group kill
+        harvest.wait()
+        deadline = time.monotonic() + 15
+        while any(running(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in workers if running(pid)], "workers outlived the killed harvest"
+    finally:
+        harvest.kill()
+        for pid in workers:  # never leave our own orphans behind, even when the test fails
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_failed_setup_is_one_run_level_outcome(tmp_path: Path):
+    out = tmp_path / "setup"
+    run_harvest(
+        out, "--suite", "tests.corpus.harvest.setup_kernels", "--workers", "1", "--flush-every", "0"
+    )
+    [run] = read_table(str(out), "runs", columns=["run_id", "setup_error"]).to_pylist()
+    assert REFERENCE_FAILURE in run["setup_error"]
+    rows = read_table(
+        str(out), "measurements", columns=["status", "error", "compile_time_s"]
+    ).to_pylist()
+    assert len(rows) == 2
+    for row in rows:  # the compile outcome stays; nothing was benchmarked
+        assert row["status"] == "skipped"
+        assert row["error"].startswith("run setup failed: ") and REFERENCE_FAILURE in row["error"]
+        assert row["compile_time_s"] is not None
+    assert check_dataset(str(out)).ok
+
+
+def flat(text: str) -> str:
+    """Console output with the line wrapping undone."""
+    return " ".join(text.split())
+
+
+def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
+    out = tmp_path / "resume"
+    args = ["--families", "softmax", "--dtypes", "float32", "--workers", "2", "--flush-every", "0"]
+    run_harvest(out, *args, "--max-configs", "2")
+    first = measured_keys(out)
+    runs = {run_id for run_id, _ in first}
+    assert len(first) == 2 * len(runs)
+    result = run_harvest(out, *args, "--max-configs", "4")
+    assert f"{len(first)} config(s) already measured with the same bench settings skipped" in flat(result.stdout)
+    table = read_table(str(out), "measurements", columns=["run_id", "config_id", "harvest_id"])
+    keys = list(zip(table.column("run_id").to_pylist(), table.column("config_id").to_pylist()))
+    assert len(keys) == len(set(keys)) == 4 * len(runs)  # 4 configs per run, none twice
+    assert first < set(keys)
+    assert len(set(table.column("harvest_id").to_pylist())) == 2
+    again = run_harvest(out, *args, "--max-configs", "4")
+    assert "0 run(s) to do" in flat(again.stdout)
+    assert check_dataset(str(out)).ok
+
+    # Other bench settings: every config is measured again, and the summary says why.
+    remeasured = run_harvest(out, *args, "--max-configs", "4", "--rep", "3")
+    assert f"{len(keys)} config(s) measured again (reps_per_pass" in flat(remeasured.stdout)
+    latest = read_table(str(out), "measurements", columns=["run_id", "config_id"], harvests="latest")
+    assert latest.num_rows == len(keys)
+    assert read_table(str(out), "measurements").num_rows == 2 * len(keys)

@@ -1,0 +1,81 @@
+"""``python -m corpus.harvest --self-test`` without a GPU: the interpreter subset runs for
+real (copy kernel under every CPU timer, a compile worker process extracting IR for sm_90),
+the GPU checks say they were skipped, and a failing check fails the exit code."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import torch
+import triton.language  # noqa: F401  (Triton's own helpers decorated for the compiler first)
+from rich.console import Console
+
+from corpus.harvest.selftest import (
+    FAIL,
+    OK,
+    SKIPPED,
+    SelfTestConfig,
+    exit_code,
+    run_self_test,
+    self_test_config,
+)
+from corpus.settings import read_settings
+
+cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path")
+
+
+@pytest.fixture
+def interpreter_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The self-test selects the interpreter in its process; undo that after the test."""
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+
+
+@cpu_only
+def test_cpu_self_test_runs_the_interpreter_subset(interpreter_scope: None, tmp_path: Path) -> None:
+    out = io.StringIO()
+    config = SelfTestConfig("cpu", ("corpus.suite.kernels",), str(tmp_path / "cache"))
+    verdicts = {v.check: v for v in run_self_test(config, read_settings({}), Console(file=out))}
+    for name in ("device facts", "timer thread_cpu", "timer process_cpu", "timer wall"):
+        assert verdicts[name].verdict == OK, verdicts[name]
+    worker = verdicts["compile worker"]
+    assert worker.verdict == OK and "graphs: ttir, ttgir" in worker.detail, worker
+    assert any((tmp_path / "cache").iterdir()), "the worker compiled into the given cache"
+    for name in ("copy bandwidth", "L2 flush", "compile worker -> launch"):
+        assert verdicts[name].verdict == SKIPPED and "GPU" in verdicts[name].detail
+    assert exit_code(list(verdicts.values())) == 0
+    assert "harvest self-test" in out.getvalue() and "skipped" in out.getvalue()
+
+
+@cpu_only
+def test_a_failing_check_is_reported_and_the_rest_still_run(
+    interpreter_scope: None, tmp_path: Path
+) -> None:
+    config = SelfTestConfig("cpu", ("tests.corpus.harvest.faulty_kernels",), str(tmp_path))
+    verdicts = run_self_test(config, read_settings({}), Console(file=io.StringIO()))
+    failed = [v for v in verdicts if v.verdict == FAIL]
+    assert [v.check for v in failed] == ["compile worker"]
+    assert "add_broadcast" in failed[0].detail
+    assert exit_code(verdicts) == 1
+
+
+@cpu_only
+def test_self_test_uses_the_harvest_cache_and_refuses_cuda_without_it(tmp_path: Path) -> None:
+    settings = read_settings({"TRITON_CACHE_DIR": str(tmp_path)})
+    assert self_test_config("cpu", (), settings).cache_dir == str(tmp_path)
+    stable = self_test_config("cpu", (), read_settings({"XDG_CACHE_HOME": str(tmp_path)}))
+    assert stable.cache_dir.startswith(str(tmp_path / "kernel-corpus" / "triton"))
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        run_self_test(SelfTestConfig("cuda:0", (), str(tmp_path)), settings)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_self_test_passes(tmp_path: Path) -> None:
+    config = SelfTestConfig("cuda:0", ("corpus.suite.kernels",), str(tmp_path / "cache"))
+    verdicts = {
+        v.check: v for v in run_self_test(config, read_settings({}), Console(file=io.StringIO()))
+    }
+    assert not [v for v in verdicts.values() if v.verdict in (FAIL, SKIPPED)], verdicts
+    assert verdicts["compile worker -> launch"].verdict == OK
