@@ -14,6 +14,7 @@ from extract.graph import IrGraph
 from extract.kernel_args import compile_args
 from extract.kernel_loading import load_kernel
 from extract.sass import static_stats
+from extract.triton_compat import def_line_number
 
 # ------------------------------------------------------------------ python -m extract FILE
 
@@ -158,7 +159,7 @@ def describe_compile_error(exc: BaseException, fn: Any, target: str) -> str:
             else ""
         )
         if src == getattr(fn, "src", None):
-            where = f"{fn.fn.__code__.co_filename}:{fn.def_file_line_number + node.lineno - 1}"
+            where = f"{fn.fn.__code__.co_filename}:{def_line_number(fn) + node.lineno - 1}"
         else:  # raised inside a called @triton.jit function
             where = f"line {node.lineno} of a function called by {fn.__name__}"
         lines.append(f"  {where}: {source_line}")

@@ -152,6 +152,20 @@ def compiled_metadata(kernel: Any) -> dict[str, Any]:
     return meta
 
 
+def def_line_number(fn: Any) -> int:
+    """File line of the ``def`` of a ``@triton.jit`` function (``fn.src`` starts there).
+
+    Triton 3.9 stores it as ``def_file_line_number``; 3.6 only has the first line of the
+    decorated source (``starting_line_number``), decorators included."""
+    line = getattr(fn, "def_file_line_number", None)
+    if line is not None:
+        return int(line)
+    for offset, text in enumerate(fn.raw_src):
+        if text.lstrip().startswith("def "):
+            return fn.starting_line_number + offset
+    return fn.starting_line_number
+
+
 def is_compiled_kernel(obj: Any) -> bool:
     """True for Triton's ``CompiledKernel`` (duck-typed: ``asm`` and ``metadata``)."""
     return hasattr(obj, "asm") and hasattr(obj, "metadata") and hasattr(obj, "hash")
