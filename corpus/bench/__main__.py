@@ -18,7 +18,7 @@ from rich.console import Console
 from corpus.bench.harvest import HarvestBenchConfig, bench_harvest
 from corpus.bench.repro import describe, reproducibility
 from corpus.bench.repro_harvests import LoadHarvestFailed, ReproHarvestConfig, harvest_twice
-from corpus.settings import read_settings
+from corpus.harvest.settings import read_settings
 from schemas import DatasetError
 
 REPRO_FAMILIES = "add_broadcast,softmax,layernorm_fwd,matmul,cumsum,row_reduce"

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from corpus.compile_worker import CompileInit, CompileTask
 from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.compile_worker import CompileInit, CompileTask
 from corpus.harvest.runner import COMPILE_FACTORY
-from corpus.settings import Settings, worker_environment
+from corpus.harvest.settings import Settings, worker_environment
+from corpus.harvest.workers import WorkerProcess
 from corpus.suite.registry import load_suite, select
-from corpus.workers import WorkerProcess
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from corpus.bench.repro import Reproducibility, describe, reproducibility
 from corpus.harvest.app import HarvestConfig, run_harvest
-from corpus.settings import Settings
+from corpus.harvest.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

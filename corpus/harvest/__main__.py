@@ -20,7 +20,7 @@ from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
 from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
-from corpus.settings import SettingsError, read_settings
+from corpus.harvest.settings import SettingsError, read_settings
 from corpus.suite.spec import SCALES
 from schemas import DatasetError
 
@@ -58,14 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=None, help="compile target for IR and static stats, e.g. sm_90, sm_80 (default: the GPU's own arch; sm_90 on CPU)")
     p.add_argument("--workers", type=_positive, default=None, help=f"compile worker processes (default: CPU cores minus one per benchmark lane, at least 2, at most 16: {default_workers()} here with one lane)")
     p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, split by run_id (default: 0/1)")
-    p.add_argument("--no-resume", dest="resume", action="store_false", help="redo runs already committed in --out (they are kept; new rows get a new harvest_id)")
+    p.add_argument("--no-resume", dest="resume", action="store_false", help="measure every planned config again, also those --out already holds with the same bench settings (old rows are kept; new rows get a new harvest_id)")
     p.add_argument("--warmup", type=int, default=None, help="untimed launches per config before its first timed rep (default: 10 on GPU, 0 on the interpreter, where the correctness check already ran it)")
     p.add_argument("--passes", type=_positive, default=None, help="interleaved timing passes: each pass times every checked config of a run in a seeded random order (default: 5 on GPU, 4 on the interpreter)")
     p.add_argument("--rep", type=_positive, default=None, help="timed launches per config in each pass (default: 10 on GPU, 1 on the interpreter)")
     p.add_argument("--compile-timeout", type=float, default=120.0, help="seconds before a compile's worker is killed (status compile_timeout)")
     p.add_argument("--bench-timeout", type=float, default=60.0, help="seconds per config (check + timing) before the benchmark worker is killed (status timeout)")
     p.add_argument("--timer", choices=("auto", "cuda_event", "cuda_graph", "thread_cpu", "process_cpu", "wall"), default="auto", help="GPU: cuda_event (default) or cuda_graph; interpreter: thread_cpu (default: CPU time of the benchmark worker, immune to other processes), process_cpu or wall")
-    p.add_argument("--no-l2-flush", dest="l2_flush", action="store_false", help="do not flush L2 (>= 2x its size) before each timed rep")
+    p.add_argument("--no-l2-flush", dest="l2_flush", action="store_false", help="do not flush L2 (a 2x L2 buffer, at least 256 MiB) before each timed rep")
+    p.add_argument("--recycle-runs", type=int, default=200, help="replace a measure worker after it set up this many runs (0: never; default: 200)")
+    p.add_argument("--recycle-rss-gb", type=float, default=16.0, help="replace a measure worker whose resident host memory passes this many GiB when a run starts (0: no limit; default: 16)")
     p.add_argument("--no-static-stats", dest="static_stats", action="store_false", help="skip SASS statistics from the cubin")
     p.add_argument("--flush-every", type=float, default=15.0, help="seconds between writes of finished runs (default: 15; a crash loses at most this much finished work)")
     p.add_argument("--seed", type=int, default=0, help="seed of inputs, config sampling and benchmark order (default: 0)")
@@ -107,6 +109,8 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         static_stats=args.static_stats,
         flush_every_s=args.flush_every,
         record_host=args.record_host,
+        recycle_runs=args.recycle_runs,
+        recycle_rss_gb=args.recycle_rss_gb,
         command=shlex.join(["python", "-m", "corpus.harvest", *(sys.argv[1:] if argv is None else argv)]),
     )
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 
 from rich.console import Console
 
-from corpus.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
 from corpus.harvest.checks import (
     check_dtypes,
     check_plan,
@@ -17,6 +16,9 @@ from corpus.harvest.checks import (
     load_families,
     probe_out,
 )
+from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
+from corpus.harvest.identity import toolchain_fingerprint
+from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
 from corpus.harvest.report import HarvestProgress, print_plan, print_summary
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import (
@@ -26,10 +28,8 @@ from corpus.harvest.runner import (
     bench_settings,
 )
 from corpus.harvest.scratch import scratch_directory
-from corpus.identity import toolchain_fingerprint
-from corpus.plan import PlannedRun, PlanRequest, plan_runs, shard
-from corpus.settings import Settings, triton_cache_dir, worker_environment
-from corpus.timing import l2_flush_bytes
+from corpus.harvest.settings import Settings, triton_cache_dir, worker_environment
+from corpus.harvest.timing import l2_flush_bytes
 from schemas.card import write_card
 from schemas.compact import compact
 from schemas.enums import DEVICE_INTERPRETER, Timer
@@ -80,6 +80,10 @@ class HarvestConfig:
     """Merge the files this harvest wrote when it finishes."""
     record_host: bool = False
     """Record the host name in runs.hostname; by default an anonymous machine id."""
+    recycle_runs: int = 200
+    """Replace a measure worker after it set up this many runs (0: never)."""
+    recycle_rss_gb: float = 16.0
+    """Replace a measure worker whose resident memory passes this many GiB (0: no limit)."""
     command: str = ""
     """The command line that started the harvest, for the dataset card."""
     allow_empty: bool = False
@@ -147,7 +151,7 @@ GPU_TIMERS = (Timer.CUDA_EVENT.value, Timer.CUDA_GRAPH.value)
 
 def resolve_timer(requested: str, interpreter: bool) -> str:
     """``--timer`` for the device: 'auto' is thread CPU time on the interpreter (see
-    :class:`corpus.timing.ThreadCpuTimer`) and CUDA events on a GPU."""
+    :class:`corpus.harvest.timing.ThreadCpuTimer`) and CUDA events on a GPU."""
     allowed = INTERPRETER_TIMERS if interpreter else GPU_TIMERS
     if requested == "auto":
         return allowed[0]
@@ -161,7 +165,13 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
     interpreter = devices == (DEVICE_INTERPRETER,)
     timer = resolve_timer(config.timer, interpreter)
     warmup, passes, reps_per_pass = INTERPRETER_TIMING if interpreter else GPU_TIMING
-    for flag, value, least in (("--warmup", config.warmup, 0), ("--passes", config.passes, 1), ("--rep", config.rep, 1)):
+    for flag, value, least in (
+        ("--warmup", config.warmup, 0),
+        ("--passes", config.passes, 1),
+        ("--rep", config.rep, 1),
+        ("--recycle-runs", config.recycle_runs, 0),
+        ("--recycle-rss-gb", config.recycle_rss_gb, 0),
+    ):
         if value is not None and value < least:
             raise HarvestError(f"{flag} {value}: must be at least {least}")
     if config.target is not None:
@@ -191,6 +201,8 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
         flush_every_s=config.flush_every_s,
         cache_dir=settings.triton_cache_dir,  # None: the stable per-toolchain one (run_harvest)
         host=machine_label(record_host=config.record_host),
+        recycle_runs=config.recycle_runs,
+        recycle_rss_bytes=int(config.recycle_rss_gb * (1 << 30)),
     )
 
 

@@ -16,7 +16,7 @@ import subprocess
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 
-from corpus.plan import PlannedRun
+from corpus.harvest.plan import PlannedRun
 from corpus.suite.registry import load_suite, select
 from corpus.suite.spec import KernelSpec
 from schemas.errors import DatasetError

@@ -1,7 +1,7 @@
 """The compile worker: compiles one config for an explicit target, without a GPU, and
 extracts its IR graphs (ttir, ttgir) and static SASS statistics.
 
-Runs inside a :class:`corpus.workers.WorkerProcess` with ``TRITON_INTERPRET=0``; the parent
+Runs inside a :class:`corpus.harvest.workers.WorkerProcess` with ``TRITON_INTERPRET=0``; the parent
 enforces the per-compile timeout by killing the process.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from corpus.binary import binary_hash, launch_key
 from corpus.errors import classify_compile_error
+from corpus.harvest.binary import binary_hash, launch_key
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import Config
 from schemas.enums import Level, Status
@@ -51,9 +51,9 @@ class CompileOutcome:
     stats: dict[str, Any] = field(default_factory=dict)
     cache_hit: bool = False
     binary_hash: str | None = None
-    """:func:`corpus.binary.binary_hash` of the compiled binary (``measurements.binary_hash``)."""
+    """:func:`corpus.harvest.binary.binary_hash` of the compiled binary (``measurements.binary_hash``)."""
     launch_key: str | None = None
-    """Grid and runtime arguments (:func:`corpus.binary.launch_key`): with ``binary_hash``, what
+    """Grid and runtime arguments (:func:`corpus.harvest.binary.launch_key`): with ``binary_hash``, what
     a GPU executes."""
     program_key: str | None = None
     """Grid and every argument, constexprs included: what the interpreter executes."""
@@ -138,5 +138,5 @@ class CompileHandler:
 
 
 def make_handler(init: CompileInit) -> CompileHandler:
-    """Factory named in ``WorkerProcess(factory="corpus.compile_worker:make_handler")``."""
+    """Factory named in ``WorkerProcess(factory="corpus.harvest.compile_worker:make_handler")``."""
     return CompileHandler(init)

@@ -1,11 +1,12 @@
-"""The benchmark worker: checks configs against the reference, then times them.
+"""The measure worker (the harvest's benchmark stage): checks configs against the reference,
+then times them.
 
-Runs inside a :class:`corpus.workers.WorkerProcess`: one per GPU (device ``cuda:N``), or one
+Runs inside a :class:`corpus.harvest.workers.WorkerProcess`: one per GPU (device ``cuda:N``), or one
 with Triton's interpreter (device ``interpreter``; the parent sets ``TRITON_INTERPRET=1``
 before this module imports any kernel). Requests are :class:`RunSetup` (build inputs,
 reference and snapshots once per run, after releasing the previous run's), :class:`ConfigCheck`
 (one launch, compared with the reference), :class:`TimeReps` (a few timed reps of one config:
-the parent interleaves these over the run's configs, see :mod:`corpus.interleave`) and
+the parent interleaves these over the run's configs, see :mod:`corpus.harvest.interleave`) and
 :class:`Probe` (is the device still usable after a failure?).
 """
 
@@ -17,17 +18,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from corpus.binary import binary_hash
 from corpus.errors import classify_launch_error
+from corpus.harvest.binary import binary_hash
+from corpus.harvest.timing import (
+    HOST_TIMERS,
+    CudaEventTimer,
+    CudaGraphTimer,
+    LatencyTimer,
+    l2_flush_bytes,
+)
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import Config, KernelSpec
 from corpus.suite.verify import checked_launch
-from corpus.timing import HOST_TIMERS, CudaEventTimer, CudaGraphTimer, LatencyTimer, l2_flush_bytes
 from schemas.enums import DEVICE_INTERPRETER, Status, Timer
 
 
 @dataclass(frozen=True)
-class BenchInit:
+class MeasureInit:
     suite: tuple[str, ...]
     device: str
     """'interpreter' or 'cuda:N'."""
@@ -72,7 +79,7 @@ class Probe:
 
 
 @dataclass
-class BenchOutcome:
+class MeasureOutcome:
     """Result of one request: status, error text, max error vs reference, per-rep samples (ms),
     and whether the launched binary was the compiled one (None when unknown: the interpreter)."""
 
@@ -95,7 +102,7 @@ def _short(exc: BaseException, limit: int = 400) -> str:
 
 def _limit_math_threads() -> None:
     """One math thread in the interpreter worker, also for libraries already loaded (the
-    environment of :func:`corpus.settings.worker_environment` only reaches later loads)."""
+    environment of :func:`corpus.harvest.settings.worker_environment` only reaches later loads)."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -103,7 +110,7 @@ def _limit_math_threads() -> None:
     torch.set_num_threads(1)
 
 
-def _make_timer(init: BenchInit, device: str) -> LatencyTimer:
+def _make_timer(init: MeasureInit, device: str) -> LatencyTimer:
     if init.device == DEVICE_INTERPRETER:
         if init.timer not in HOST_TIMERS:
             raise ValueError(
@@ -119,10 +126,10 @@ def _make_timer(init: BenchInit, device: str) -> LatencyTimer:
     return timer_class(device, flush)
 
 
-class BenchHandler:
+class MeasureHandler:
     """Serves :class:`RunSetup`, :class:`ConfigCheck` and :class:`TimeReps` requests."""
 
-    def __init__(self, init: BenchInit) -> None:
+    def __init__(self, init: MeasureInit) -> None:
         import torch
 
         self.torch = torch
@@ -195,7 +202,7 @@ class BenchHandler:
 
         return binary_hash(compiled_asm(launched), compiled_metadata(launched)) == expected
 
-    def _check(self, request: ConfigCheck) -> BenchOutcome:
+    def _check(self, request: ConfigCheck) -> MeasureOutcome:
         assert self.spec is not None and self.setup is not None, "RunSetup must come first"
         spec, setup = self.spec, self.setup
         try:  # the same checked launch as `python -m corpus.suite check`
@@ -204,17 +211,17 @@ class BenchHandler:
             )
         except Exception as exc:
             status, sticky = classify_launch_error(exc)
-            return BenchOutcome(status=status, error=_short(exc), sticky=sticky)
+            return MeasureOutcome(status=status, error=_short(exc), sticky=sticky)
         verified = self._verified(checked.launched, request.binary_hash)
         grid = tuple(int(g) for g in spec.bind(self.inputs, setup.dims, request.config)[0])
         details = checked.problems()
         if details is not None:
-            return BenchOutcome(
+            return MeasureOutcome(
                 Status.MISMATCH.value, details[:400], checked.max_abs_error, launch_verified=verified, grid=grid
             )
-        return BenchOutcome(Status.OK.value, max_abs_error=checked.max_abs_error, launch_verified=verified, grid=grid)
+        return MeasureOutcome(Status.OK.value, max_abs_error=checked.max_abs_error, launch_verified=verified, grid=grid)
 
-    def _time(self, request: TimeReps) -> BenchOutcome:
+    def _time(self, request: TimeReps) -> MeasureOutcome:
         config = request.config
         restore = self._restore if self.snapshots else None
         try:
@@ -229,10 +236,10 @@ class BenchHandler:
         except Exception as exc:
             self.prepared.pop(config.id, None)
             status, sticky = classify_launch_error(exc)
-            return BenchOutcome(status=status, error=_short(exc), sticky=sticky)
-        return BenchOutcome(status=Status.OK.value, samples_ms=samples)
+            return MeasureOutcome(status=status, error=_short(exc), sticky=sticky)
+        return MeasureOutcome(status=Status.OK.value, samples_ms=samples)
 
 
-def make_handler(init: BenchInit) -> BenchHandler:
-    """Factory named in ``WorkerProcess(factory="corpus.bench_worker:make_handler")``."""
-    return BenchHandler(init)
+def make_handler(init: MeasureInit) -> MeasureHandler:
+    """Factory named in ``WorkerProcess(factory="corpus.harvest.measure_worker:make_handler")``."""
+    return MeasureHandler(init)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from corpus.identity import input_signature, spec_kernel_id
+from corpus.harvest.identity import input_signature, spec_kernel_id
 from corpus.suite.spec import Config, Dims, KernelSpec, shape_name
 from corpus.suite.targets import DEFAULT_TARGET, is_cuda_target, targeting
 from schemas.identity import canonical_json, content_hash, run_id

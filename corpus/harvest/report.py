@@ -18,9 +18,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from corpus.device import DeviceFacts
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.plan import PlannedRun
 from corpus.harvest.runner import Execution, HarvestTotals, RunResult
-from corpus.plan import PlannedRun
 from schemas.enums import Status
 
 FAILED = frozenset(s.value for s in Status) - {Status.OK.value, Status.SKIPPED.value}
@@ -113,6 +113,12 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
         f"benchmark {totals.bench_s:.1f} s, bookkeeping {per_config_ms:.2f} ms/config"
     )
     console.print(timing_line(totals))
+    if totals.workers_replaced:
+        reasons = Counter(totals.workers_replaced)
+        console.print(
+            f"measure workers replaced {len(totals.workers_replaced)} time(s): "
+            + ", ".join(f"{why} x{count}" for why, count in reasons.most_common())
+        )
     table = Table(title="best config per run")
     for column in ("run", "ok/configs", "best ms", "default ms", "speedup", "best config"):
         table.add_column(column, justify="right" if column in ("best ms", "default ms", "speedup", "ok/configs") else "left")

@@ -6,7 +6,7 @@ run) wrote its ``measurements`` row with the same bench settings as this harvest
 the plan; a run whose every config is measured is skipped. Configs measured only under other
 settings are measured again, and the summary says so. ``run_id`` ignores ``--max-configs``,
 so ``--max-configs 8`` then ``--max-configs 32`` into one dataset ends with 32 configs per run
-(the seeded sample of 8 is a prefix of the sample of 32, see :func:`corpus.plan.plan_configs`).
+(the seeded sample of 8 is a prefix of the sample of 32, see :func:`corpus.harvest.plan.plan_configs`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from corpus.plan import PlannedRun
+from corpus.harvest.plan import PlannedRun
 from schemas import DatasetError, read_table
 
 BENCH_SETTINGS = ("timer", "timing_passes", "reps_per_pass", "warmup", "l2_flush_bytes")

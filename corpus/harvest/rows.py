@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from corpus.bench_worker import BenchOutcome
-from corpus.compile_worker import CompileOutcome
-from corpus.device import DeviceFacts
-from corpus.identity import kernel_source, spec_kernel_id
-from corpus.plan import PlannedConfig, PlannedRun
+from corpus.harvest.compile_worker import CompileOutcome
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.identity import kernel_source, spec_kernel_id
+from corpus.harvest.measure_worker import MeasureOutcome
+from corpus.harvest.plan import PlannedConfig, PlannedRun
+from corpus.harvest.timing import summarize
 from corpus.suite.spec import Config, KernelSpec
-from corpus.timing import summarize
 from extract.locations import publishable_message
 from schemas.enums import Role, Source, Status
 from schemas.identity import canonical_json
@@ -86,12 +86,12 @@ def measurement_row(
     harvest_id: str,
     arch: str,
     compiled: CompileOutcome | None,
-    bench: BenchOutcome | None,
+    bench: MeasureOutcome | None,
     same_binary_as: str | None = None,
 ) -> dict[str, Any]:
     """One measurements row. ``compiled``/``bench`` are None for configs not compiled/benched.
     ``same_binary_as``: config_id of the identical config whose ``bench`` outcome this row
-    shares (see :mod:`corpus.binary`)."""
+    shares (see :mod:`corpus.harvest.binary`)."""
     config = planned.config
     row: dict[str, Any] = {
         "run_id": run.run_id,

@@ -5,7 +5,7 @@ Pipeline: compile tasks are queued in plan order up to ``lookahead`` runs ahead 
 benchmark lanes, so devices rarely wait for the compiler. A lane checks each config of a run
 against the reference as its compile arrives (a config whose binary and launch repeat an
 earlier one's is not run again: it shares that measurement), then times the checked configs
-in interleaved passes (:mod:`corpus.interleave`). Each run's rows are written when the run
+in interleaved passes (:mod:`corpus.harvest.interleave`). Each run's rows are written when the run
 finishes: IR tables and measurements first, the ``runs`` row last (the commit). Which lane
 takes which run, and how far compiles run ahead, is :class:`corpus.harvest.scheduler.Scheduler`.
 
@@ -31,22 +31,29 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from corpus.bench_worker import BenchInit, BenchOutcome, ConfigCheck, Probe, RunSetup, TimeReps
-from corpus.compile_worker import CompileInit, CompileOutcome, CompileTask
-from corpus.device import DeviceFacts
 from corpus.errors import classify_launch_error, is_sticky
+from corpus.harvest.compile_worker import CompileInit, CompileOutcome, CompileTask
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.interleave import PassPlan, run_passes, run_sequential
+from corpus.harvest.measure_worker import (
+    ConfigCheck,
+    MeasureInit,
+    MeasureOutcome,
+    Probe,
+    RunSetup,
+    TimeReps,
+)
+from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import kernel_row, measurement_row, now, run_row
 from corpus.harvest.scheduler import Scheduler
-from corpus.interleave import PassPlan, run_passes, run_sequential
-from corpus.plan import PlannedConfig, PlannedRun
+from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
 from corpus.suite.spec import KernelSpec
-from corpus.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
 from schemas import DatasetError, DatasetWriter, read_table
 from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.errors import WriteFailedError
 
-COMPILE_FACTORY = "corpus.compile_worker:make_handler"
-BENCH_FACTORY = "corpus.bench_worker:make_handler"
+COMPILE_FACTORY = "corpus.harvest.compile_worker:make_handler"
+MEASURE_FACTORY = "corpus.harvest.measure_worker:make_handler"
 COMPILE_NICENESS = 10
 """Added to compile workers' niceness: when cores are short the benchmark workers (and the
 host work their timings include) run first."""
@@ -70,7 +77,7 @@ class Execution:
     bench_timeout_s: float
     warmup: int
     passes: int
-    """Interleaved timing passes over each run's checked configs (see corpus.interleave)."""
+    """Interleaved timing passes over each run's checked configs (see corpus.harvest.interleave)."""
     reps_per_pass: int
     timer: str
     l2_flush: bool
@@ -135,6 +142,8 @@ class HarvestTotals:
     bench_s: float = 0.0
     bookkeeping_s: float = 0.0
     results: list[RunResult] = field(default_factory=list)
+    workers_replaced: list[str] = field(default_factory=list)
+    """Why each measure worker was replaced (sticky error, failed probe, recycling, ...)."""
 
 
 def existing_ids(out: str, table: str, column: str) -> set[str]:
@@ -208,7 +217,7 @@ class CompilePool:
 
 
 class Worker(Protocol):
-    """What a lane needs of its worker (:class:`corpus.workers.WorkerProcess`, or an
+    """What a lane needs of its worker (:class:`corpus.harvest.workers.WorkerProcess`, or an
     in-process fake in tests)."""
 
     restarts: int
@@ -239,7 +248,7 @@ def _last_line(text: str, limit: int = 400) -> str:
     return (lines[-1] if lines else "")[:limit]
 
 
-class BenchLane:
+class MeasureLane:
     """One benchmark worker process on one device, benchmarking runs one after another."""
 
     def __init__(
@@ -249,8 +258,8 @@ class BenchLane:
         environment: Mapping[str, str],
         worker: Worker | None = None,
     ) -> None:
-        init = BenchInit(execution.suite, device, execution.timer, execution.warmup, execution.l2_flush)
-        self.worker: Worker = worker or WorkerProcess(f"bench-{device}", BENCH_FACTORY, init, environment)
+        init = MeasureInit(execution.suite, device, execution.timer, execution.warmup, execution.l2_flush)
+        self.worker: Worker = worker or WorkerProcess(f"measure-{device}", MEASURE_FACTORY, init, environment)
         self.timeout_s = execution.bench_timeout_s
         self.recycle_runs = execution.recycle_runs
         self.recycle_rss_bytes = execution.recycle_rss_bytes
@@ -281,32 +290,32 @@ class BenchLane:
         self.runs_served += 1
         return None
 
-    def check(self, setup: RunSetup, planned: PlannedConfig, binary_hash: str | None) -> BenchOutcome:
+    def check(self, setup: RunSetup, planned: PlannedConfig, binary_hash: str | None) -> MeasureOutcome:
         """Launch once and compare with the reference."""
         return self._call(setup, ConfigCheck(planned.config, binary_hash))
 
-    def time(self, setup: RunSetup, planned: PlannedConfig, reps: int) -> BenchOutcome:
+    def time(self, setup: RunSetup, planned: PlannedConfig, reps: int) -> MeasureOutcome:
         """``reps`` timed reps of a checked config (its warmup on the first call of the run)."""
         return self._call(setup, TimeReps(planned.config, reps))
 
-    def _call(self, setup: RunSetup, request: ConfigCheck | TimeReps) -> BenchOutcome:
+    def _call(self, setup: RunSetup, request: ConfigCheck | TimeReps) -> MeasureOutcome:
         if self.prepared != setup or self.worker.pid != self.prepared_pid:
             # a new run, or a worker replaced (or found dead while idle) since the setup
             problem = self.setup(setup)
             if problem is not None:
-                return BenchOutcome(Status.RUNTIME_ERROR.value, SETUP_FAILED + problem)
+                return MeasureOutcome(Status.RUNTIME_ERROR.value, SETUP_FAILED + problem)
         try:
-            outcome: BenchOutcome = self.worker.call(request, self.timeout_s)
+            outcome: MeasureOutcome = self.worker.call(request, self.timeout_s)
         except WorkerTimeout:
             self._replaced("request timed out")
-            return BenchOutcome(Status.TIMEOUT.value, f"no result within {self.timeout_s:g} s; benchmark worker killed")
+            return MeasureOutcome(Status.TIMEOUT.value, f"no result within {self.timeout_s:g} s; benchmark worker killed")
         except WorkerCrashed as exc:
             self._replaced("crashed")
-            return BenchOutcome(Status.RUNTIME_ERROR.value, f"benchmark worker crashed: {exc}")
+            return MeasureOutcome(Status.RUNTIME_ERROR.value, f"benchmark worker crashed: {exc}")
         except WorkerError as exc:
             status, _ = classify_launch_error(str(exc))
             self._after_error(str(exc))
-            return BenchOutcome(status, _last_line(str(exc)))
+            return MeasureOutcome(status, _last_line(str(exc)))
         if outcome.status == Status.OK.value:
             return outcome
         if outcome.sticky:  # the CUDA context is poisoned: start over in a fresh process
@@ -398,7 +407,7 @@ class Harvester:
         self.known_kernels = existing_ids(execution.out, "kernels", "kernel_id")
         self.pool = CompilePool(execution, environment_for(False))
         self.interpreter = execution.devices == (DEVICE_INTERPRETER,)
-        self.lanes = [BenchLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
+        self.lanes = [MeasureLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
         self.bench_settings = bench_settings(execution)
 
     # -- compile scheduling ---------------------------------------------------------------
@@ -427,7 +436,7 @@ class Harvester:
         return None
 
     def _execute_run(
-        self, lane: BenchLane, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]] | None
+        self, lane: MeasureLane, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]] | None
     ) -> RunResult | None:
         """Check every config as its compile arrives (identical ones once), then time the
         checked ones in interleaved passes; returns None when the harvest is stopping."""
@@ -435,7 +444,7 @@ class Harvester:
         host_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         setup = RunSetup(run.family, run.dims, run.dtype, run.seed)
         compiled_of: dict[str, CompileOutcome | None] = {}
-        bench_of: dict[str, BenchOutcome | None] = {}
+        bench_of: dict[str, MeasureOutcome | None] = {}
         twins: dict[str, str] = {}
         """config_id -> config_id of the identical config that was checked and timed instead."""
         seen: dict[tuple[str, ...], str] = {}
@@ -475,7 +484,7 @@ class Harvester:
                 self.on_config(compiled.status)
                 continue
             if setup_error is not None:  # compile outcomes and IR stay; nothing is benchmarked
-                bench_of[config_id] = BenchOutcome(Status.SKIPPED.value, SETUP_FAILED + setup_error)
+                bench_of[config_id] = MeasureOutcome(Status.SKIPPED.value, SETUP_FAILED + setup_error)
                 self.on_config(Status.SKIPPED.value)
                 continue
             identity = self._identity(compiled)
@@ -510,7 +519,7 @@ class Harvester:
         )
 
     @staticmethod
-    def _keep_samples(bench_of: dict[str, BenchOutcome | None], samples: Mapping[str, list[float]]) -> None:
+    def _keep_samples(bench_of: dict[str, MeasureOutcome | None], samples: Mapping[str, list[float]]) -> None:
         for config_id, taken in samples.items():
             outcome = bench_of[config_id]
             assert outcome is not None
@@ -519,7 +528,7 @@ class Harvester:
     def _write_run(
         self,
         run: PlannedRun,
-        outcomes: list[tuple[PlannedConfig, CompileOutcome | None, BenchOutcome | None]],
+        outcomes: list[tuple[PlannedConfig, CompileOutcome | None, MeasureOutcome | None]],
         started: datetime,
         compile_s: float,
         bench_s: float,
@@ -611,7 +620,7 @@ class Harvester:
         """Execute ``runs``; on KeyboardInterrupt, stop, kill workers and re-raise (committed
         runs stay; the rest resume on the next invocation)."""
         self.pool.warm_up()
-        scheduler: Scheduler[BenchLane, PlannedRun, dict[str, Future[CompileOutcome]]] = Scheduler(
+        scheduler: Scheduler[MeasureLane, PlannedRun, dict[str, Future[CompileOutcome]]] = Scheduler(
             self.lanes,
             self._execute_run,
             self._submit_run,
@@ -633,6 +642,7 @@ class Harvester:
         self.pool.close()
         for lane in self.lanes:
             lane.close()
+        self.totals.workers_replaced = [why for lane in self.lanes for why in lane.replaced]
 
 
 def default_cache_dir() -> str:

@@ -31,8 +31,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from corpus.device import DeviceFacts, Lane, cuda_facts, cuda_lanes, interpreter_facts
-from corpus.settings import Settings, compiler_selected, select_interpreter, worker_environment
+from corpus.harvest.device import DeviceFacts, Lane, cuda_facts, cuda_lanes, interpreter_facts
+from corpus.harvest.settings import (
+    Settings,
+    compiler_selected,
+    select_interpreter,
+    worker_environment,
+)
 from schemas.enums import Timer
 
 OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
@@ -65,8 +70,8 @@ class SelfTestConfig:
 def self_test_config(device: str, suite: tuple[str, ...], settings: Settings) -> SelfTestConfig:
     """The config of ``--self-test --device DEVICE``: the compile worker writes into the
     Triton cache a harvest would use (TRITON_CACHE_DIR, else the stable per-toolchain one)."""
-    from corpus.identity import toolchain_fingerprint
-    from corpus.settings import triton_cache_dir
+    from corpus.harvest.identity import toolchain_fingerprint
+    from corpus.harvest.settings import triton_cache_dir
 
     cache = settings.triton_cache_dir or triton_cache_dir(
         settings, toolchain_fingerprint(settings.codegen_env, ir_target=None)
@@ -147,7 +152,7 @@ def _interpreter_timer(kind: str) -> Verdict:
     import torch
 
     from corpus.harvest.selftest_kernel import copy_launch
-    from corpus.timing import HOST_TIMERS
+    from corpus.harvest.timing import HOST_TIMERS
 
     src = torch.arange(INTERPRETER_COPY_ELEMENTS, dtype=torch.float32)
     dst = torch.full_like(src, math.nan)
@@ -228,7 +233,7 @@ def _median_ms(timer: Any, launch: Callable[[], Any], reps: int = REPS) -> float
 
 def _bandwidth_check(device: str, lane: Lane) -> Verdict:
     from corpus.harvest.selftest_kernel import copy_launch
-    from corpus.timing import CudaEventTimer
+    from corpus.harvest.timing import CudaEventTimer
 
     src, dst = _copy_buffers(device, COPY_BYTES)
     milliseconds = _median_ms(CudaEventTimer(device, 0), copy_launch(src, dst))
@@ -246,7 +251,7 @@ def _bandwidth_check(device: str, lane: Lane) -> Verdict:
 
 def _flush_check(device: str, facts: DeviceFacts) -> Verdict:
     from corpus.harvest.selftest_kernel import copy_launch
-    from corpus.timing import CudaEventTimer, l2_flush_bytes
+    from corpus.harvest.timing import CudaEventTimer, l2_flush_bytes
 
     src, dst = _copy_buffers(device, SMALL_COPY_BYTES)
     launch = copy_launch(src, dst)
@@ -263,7 +268,7 @@ def _flush_check(device: str, facts: DeviceFacts) -> Verdict:
 
 def _gpu_timer(device: str, kind: str, facts: DeviceFacts) -> Verdict:
     from corpus.harvest.selftest_kernel import copy_launch
-    from corpus.timing import CudaEventTimer, CudaGraphTimer, l2_flush_bytes
+    from corpus.harvest.timing import CudaEventTimer, CudaGraphTimer, l2_flush_bytes
 
     src, dst = _copy_buffers(device, SMALL_COPY_BYTES)
     timer_class = CudaGraphTimer if kind == Timer.CUDA_GRAPH.value else CudaEventTimer
@@ -280,10 +285,10 @@ def _gpu_timer(device: str, kind: str, facts: DeviceFacts) -> Verdict:
 def _compile_in_worker(config: SelfTestConfig, settings: Settings, target: str) -> Any:
     """(outcome, task) of compiling :data:`CACHE_FAMILY`'s default config on its first tiny
     shape in a compile worker process writing into ``config.cache_dir``."""
-    from corpus.compile_worker import CompileInit, CompileTask
+    from corpus.harvest.compile_worker import CompileInit, CompileTask
     from corpus.harvest.runner import COMPILE_FACTORY
+    from corpus.harvest.workers import WorkerProcess
     from corpus.suite.registry import load_suite
-    from corpus.workers import WorkerProcess
 
     spec = load_suite(config.suite)[CACHE_FAMILY]
     dims = spec.shapes_for("tiny")[0]
@@ -324,7 +329,7 @@ def _cache_entries(cache_dir: str) -> set[str]:
 def _cache_hit_check(device: str, config: SelfTestConfig, settings: Settings, arch: str) -> Verdict:
     from triton import knobs
 
-    from corpus.binary import binary_hash
+    from corpus.harvest.binary import binary_hash
     from corpus.suite.registry import load_suite
     from extract.triton_compat import compiled_asm, compiled_metadata
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from corpus.device import parse_visible_devices
+from corpus.harvest.device import parse_visible_devices
 
 CODEGEN_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_", "PTXAS_")
 """Environment variables with these prefixes may change generated code; their values enter the
@@ -126,7 +126,7 @@ SINGLE_THREAD_MATH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_
 so the benchmark worker's thread CPU time is all of a launch's work. Measured on the tiny
 suite: thread and process CPU time of interpreted dot kernels agree (BLAS does not split such
 small products), so pinning loses no speed; it keeps that true for larger shapes and stops
-helper threads competing with a loaded machine. The bench worker also applies the limit at
+helper threads competing with a loaded machine. The measure worker also applies the limit at
 run time (threadpoolctl), for libraries loaded before this environment took effect."""
 
 

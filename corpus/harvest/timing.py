@@ -2,7 +2,7 @@
 CUDA graphs, and the wall clock.
 
 A timer times ``reps`` launches of one config at a time (:meth:`time_reps`); the interleaved
-pass schedule that decides which config is timed when lives in :mod:`corpus.interleave`.
+pass schedule that decides which config is timed when lives in :mod:`corpus.harvest.interleave`.
 ``launch`` is one kernel launch with its arguments bound beforehand
 (:meth:`corpus.suite.spec.KernelSpec.bound_launch`: the spec's ``prepare`` plus
 ``kernel[grid](**args)``), ``restore`` puts mutated inputs back; ``restore`` and the L2 flush
@@ -154,7 +154,7 @@ class WallTimer(_HostClockTimer):
 class ThreadCpuTimer(_HostClockTimer):
     """``time.thread_time``: CPU time of the launching thread only. The interpreter computes
     in that thread (NumPy's BLAS is pinned to one thread in the interpreter worker, see
-    :func:`corpus.settings.worker_environment`), so other processes competing for the cores
+    :func:`corpus.harvest.settings.worker_environment`), so other processes competing for the cores
     do not lengthen the samples."""
 
     kind = Timer.THREAD_CPU.value

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corpus.device import DeviceFacts
+from corpus.harvest.device import DeviceFacts
 from corpus.ingest.helion_graph import HelionGraphError, helion_graph
 from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import ImportedConfig, ImportedRun

@@ -2,7 +2,7 @@
 
 An importer describes each run as an :class:`ImportedRun` (kernel, signature, device, configs
 with the tool's outcome and timing); this module turns it into the same
-:class:`corpus.plan.PlannedRun` / :class:`corpus.bench_worker.BenchOutcome` values the harvest
+:class:`corpus.harvest.plan.PlannedRun` / :class:`corpus.harvest.measure_worker.MeasureOutcome` values the harvest
 builds, so :func:`corpus.harvest.rows.measurement_row` and :func:`corpus.harvest.rows.run_row`
 fill the tables and the keys are derived as everywhere else.
 """
@@ -16,11 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from corpus.bench_worker import BenchOutcome
-from corpus.compile_worker import CompileOutcome
-from corpus.device import DeviceFacts
+from corpus.harvest.compile_worker import CompileOutcome
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.measure_worker import MeasureOutcome
+from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import measurement_row, run_row
-from corpus.plan import PlannedConfig, PlannedRun
 from corpus.run_writer import RunRows
 from corpus.suite.spec import Config
 from schemas.enums import Status, Timer
@@ -123,7 +123,7 @@ def _measurement(
         ttir_id=imported.ttir_id,
         ttgir_id=imported.ttgir_id,
     )
-    bench = BenchOutcome(imported.status, imported.error)
+    bench = MeasureOutcome(imported.status, imported.error)
     row = measurement_row(run, planned, harvest_id, arch, compiled, bench)
     row.update(
         {name: imported.timing_ms[name] for name in TIMING_QUANTILES if name in imported.timing_ms}

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corpus.device import DeviceFacts
-from corpus.identity import triton_type
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.identity import triton_type
 from corpus.ingest.problems import Problems
 from corpus.ingest.rows import ImportedConfig, ImportedRun
 from corpus.suite.spec import Config

@@ -6,9 +6,9 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from corpus.harvest.settings import interpreter_selected, select_interpreter
 from corpus.record.recorder import Recorder, RecordError, RecordOptions, RecordSummary
 from corpus.record.workload import Workload, run_workload
-from corpus.settings import interpreter_selected, select_interpreter
 
 
 @dataclass(frozen=True)

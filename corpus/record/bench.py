@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launches", type=int, default=200)
     parser.add_argument("--blocks", type=int, default=5)
     args = parser.parse_args(argv)
-    from corpus.settings import select_interpreter
+    from corpus.harvest.settings import select_interpreter
 
     select_interpreter()
     run_bench(RecordBenchConfig(launches=args.launches, blocks=args.blocks))

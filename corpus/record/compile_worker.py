@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corpus.compile_worker import CompileOutcome
+from corpus.harvest.compile_worker import CompileOutcome
 from corpus.record.compiled import compile_config
 from corpus.suite.spec import Config
 from schemas.enums import Status
@@ -88,7 +88,7 @@ class WorkerCompiler:
     def __init__(
         self, target: str, environment: Mapping[str, str], timeout_s: float = 120.0
     ) -> None:
-        from corpus.workers import WorkerProcess
+        from corpus.harvest.workers import WorkerProcess
 
         self.timeout_s = timeout_s
         self.worker = WorkerProcess(
@@ -101,7 +101,7 @@ class WorkerCompiler:
     ) -> tuple[CompileOutcome, str | None]:
         import inspect
 
-        from corpus.workers import WorkerCrashed, WorkerError, WorkerTimeout
+        from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerTimeout
 
         task = RecordCompileTask(
             inspect.getsourcefile(fn.fn) or "", fn.fn.__name__, portable_args(args), config

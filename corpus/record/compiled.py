@@ -10,9 +10,9 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from corpus.binary import binary_hash
-from corpus.compile_worker import CompileOutcome
 from corpus.errors import classify_compile_error
+from corpus.harvest.binary import binary_hash
+from corpus.harvest.compile_worker import CompileOutcome
 from corpus.suite.spec import Config
 from schemas.enums import Level, Status
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from corpus.timing import ThreadCpuTimer, measure, summarize
+from corpus.harvest.timing import ThreadCpuTimer, measure, summarize
 
 __all__ = ["AutotuneEvent", "BenchedConfig", "CpuBench", "TritonHooks", "has_autotune_listener"]
 
@@ -69,7 +69,7 @@ _LAUNCH_OPTIONS = ("grid", "warmup")
 
 class CpuBench:
     """The bench the recorder supplies to Triton's autotuner on the interpreter: CPU time of
-    the launching thread (:class:`corpus.timing.ThreadCpuTimer`), ``warmup`` untimed then
+    the launching thread (:class:`corpus.harvest.timing.ThreadCpuTimer`), ``warmup`` untimed then
     ``rep`` timed calls. Returns what Triton's ``do_bench`` returns for ``quantiles``."""
 
     def __init__(self, warmup: int, rep: int) -> None:

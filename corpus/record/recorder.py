@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from corpus.device import DeviceFacts, cuda_facts, interpreter_facts
+from corpus.harvest.device import DeviceFacts, cuda_facts, interpreter_facts
+from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.rows import now
-from corpus.identity import toolchain_fingerprint
+from corpus.harvest.settings import Settings, compiler_selected, read_settings, worker_environment
 from corpus.record.compile_worker import WorkerCompiler
 from corpus.record.compiled import compile_config
 from corpus.record.hooks import AutotuneEvent, CpuBench, TritonHooks
 from corpus.record.rows import Compiler, RecordContext, event_rows, kernel_function
 from corpus.run_writer import RunRows, RunWriter
-from corpus.settings import Settings, compiler_selected, read_settings, worker_environment
 from schemas import DatasetWriter
 from schemas.enums import Timer
 

@@ -1,8 +1,8 @@
 """Rows of one recorded autotune event, built with the harvest's own row code.
 
-A recorded tuning becomes a :class:`corpus.plan.PlannedRun` (kernel id, signature from the
-actual arguments, run id) with one :class:`corpus.plan.PlannedConfig` per config, and each
-benchmarked config a :class:`corpus.bench_worker.BenchOutcome` -- so
+A recorded tuning becomes a :class:`corpus.harvest.plan.PlannedRun` (kernel id, signature from the
+actual arguments, run id) with one :class:`corpus.harvest.plan.PlannedConfig` per config, and each
+benchmarked config a :class:`corpus.harvest.measure_worker.MeasureOutcome` -- so
 :func:`corpus.harvest.rows.measurement_row` and :func:`corpus.harvest.rows.run_row` build the
 rows exactly as they do for a harvest, and the keys are derived the same way.
 """
@@ -19,13 +19,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from corpus.bench_worker import BenchOutcome
-from corpus.compile_worker import CompileOutcome
-from corpus.device import DeviceFacts
 from corpus.errors import classify_compile_error
+from corpus.harvest.compile_worker import CompileOutcome
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.identity import stride_pattern, triton_type
+from corpus.harvest.measure_worker import MeasureOutcome
+from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import measurement_row, run_row
-from corpus.identity import stride_pattern, triton_type
-from corpus.plan import PlannedConfig, PlannedRun
 from corpus.record.hooks import AutotuneEvent, BenchedConfig
 from corpus.run_writer import RunRows
 from corpus.suite.spec import Config
@@ -126,15 +126,15 @@ def _grid(grid: Any, args: Mapping[str, Any], config: Config) -> tuple[int, ...]
         return None
 
 
-def _bench_outcome(timing: list[float], benched: BenchedConfig | None) -> BenchOutcome:
+def _bench_outcome(timing: list[float], benched: BenchedConfig | None) -> MeasureOutcome:
     if benched is not None and benched.error is not None:
-        return BenchOutcome(
+        return MeasureOutcome(
             classify_compile_error(benched.error),
             f"{type(benched.error).__name__}: {benched.error}"[:400],
         )
     if not timing or not math.isfinite(timing[0]):
-        return BenchOutcome(Status.COMPILE_ERROR.value, INF_TIMING)
-    return BenchOutcome(Status.OK.value, samples_ms=list(benched.samples_ms) if benched else [])
+        return MeasureOutcome(Status.COMPILE_ERROR.value, INF_TIMING)
+    return MeasureOutcome(Status.OK.value, samples_ms=list(benched.samples_ms) if benched else [])
 
 
 def _quantile_columns(timing: list[float]) -> dict[str, Any]:

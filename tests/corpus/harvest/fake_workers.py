@@ -1,6 +1,6 @@
 """In-process stand-ins for worker processes, for driving the scheduler and the lanes fast.
 
-:class:`InlineWorker` has :class:`corpus.workers.WorkerProcess`'s interface and error
+:class:`InlineWorker` has :class:`corpus.harvest.workers.WorkerProcess`'s interface and error
 semantics (timeout -> killed, crash -> killed, handler exception -> WorkerError with the
 traceback text, a dead worker respawns on the next call) but runs its handler in a thread of
 this process. It is a test double for the *process*, not for the handler logic under test.
@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from corpus.workers import WorkerCrashed, WorkerError, WorkerTimeout
+from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerTimeout
 
 _pids = itertools.count(10_000)
 
@@ -30,7 +30,7 @@ class InlineWorker:
         self.make_handler = make_handler
         self.starts = 0
         self.restarts = 0
-        """Workers killed or found dead, as :class:`corpus.workers.WorkerProcess` counts them."""
+        """Workers killed or found dead, as :class:`corpus.harvest.workers.WorkerProcess` counts them."""
         self._died = False
         self.handler: Callable[[Any], Any] | None = None
         self._pid: int | None = None

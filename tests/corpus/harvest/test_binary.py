@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from corpus.binary import binary_hash, launch_key
-from corpus.compile_worker import CompileHandler, CompileInit, CompileTask
+from corpus.harvest.binary import binary_hash, launch_key
+from corpus.harvest.compile_worker import CompileHandler, CompileInit, CompileTask
 from corpus.suite.spec import Config
 from schemas.enums import Status
 from tests.corpus.harvest.twin_kernels import OTHER, TWINS

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from corpus.device import (
+from corpus.harvest.app import HarvestError, default_workers, resolve_devices
+from corpus.harvest.device import (
     Lane,
     check_distinct_lanes,
     cuda_facts,
@@ -16,8 +17,7 @@ from corpus.device import (
     parse_smi_query,
     parse_visible_devices,
 )
-from corpus.harvest.app import HarvestError, default_workers, resolve_devices
-from corpus.settings import SettingsError, read_settings
+from corpus.harvest.settings import SettingsError, read_settings
 
 GPU0 = "GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77"
 GPU1 = "GPU-0b6e4f7a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"

@@ -7,14 +7,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from corpus.bench_worker import RunSetup
-from corpus.harvest.runner import BenchLane
-from corpus.plan import PlannedConfig
+from corpus.harvest.measure_worker import RunSetup
+from corpus.harvest.plan import PlannedConfig
+from corpus.harvest.runner import MeasureLane
 from schemas.enums import Status
 from tests.corpus.harvest.gpu_kernels import GoodCopy
 from tests.corpus.harvest.test_scheduler import execution
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
 
 SUITE = ("tests.corpus.harvest.gpu_kernels",)
 CONFIG = PlannedConfig(GoodCopy().default_config())
@@ -22,7 +25,7 @@ CONFIG = PlannedConfig(GoodCopy().default_config())
 
 @pytest.fixture
 def lane():
-    lane = BenchLane(
+    lane = MeasureLane(
         "cuda:0",
         execution(suite=SUITE, devices=("cuda:0",), timer="cuda_event", bench_timeout_s=120.0),
         {},
@@ -31,7 +34,7 @@ def lane():
     lane.close()
 
 
-def test_an_out_of_bounds_read_replaces_the_worker_and_the_next_run_is_measured(lane: BenchLane):
+def test_an_out_of_bounds_read_replaces_the_worker_and_the_next_run_is_measured(lane: MeasureLane):
     bad = RunSetup("test_gpu_out_of_bounds", {"N": 4096}, "float32", 0)
     assert lane.setup(bad) is None
     first_pid = lane.worker.pid
@@ -48,13 +51,15 @@ def test_an_out_of_bounds_read_replaces_the_worker_and_the_next_run_is_measured(
     assert all(sample > 0 for sample in timed.samples_ms)
 
 
-def test_the_launched_binary_is_checked_against_the_compiled_one(lane: BenchLane):
-    from corpus.compile_worker import CompileInit, CompileTask, make_handler
+def test_the_launched_binary_is_checked_against_the_compiled_one(lane: MeasureLane):
+    from corpus.harvest.compile_worker import CompileInit, CompileTask, make_handler
 
     major, minor = torch.cuda.get_device_capability(0)
     compile_handler = make_handler(CompileInit(SUITE, f"sm_{major}{minor}"))
     good = RunSetup("test_gpu_copy", {"N": 4096}, "float32", 0)
-    compiled = compile_handler(CompileTask(good.family, good.dims, good.dtype, good.seed, CONFIG.config))
+    compiled = compile_handler(
+        CompileTask(good.family, good.dims, good.dtype, good.seed, CONFIG.config)
+    )
     assert compiled.status == Status.OK.value and compiled.binary_hash
     assert lane.check(good, CONFIG, compiled.binary_hash).launch_verified is True
     assert lane.check(good, CONFIG, "0" * len(compiled.binary_hash)).launch_verified is False

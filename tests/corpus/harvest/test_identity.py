@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from corpus.harvest.identity import kernel_source, spec_kernel_id, spec_source
+from corpus.harvest.plan import PlanRequest, plan_runs
 from corpus.harvest.rows import kernel_row
-from corpus.identity import kernel_source, spec_kernel_id, spec_source
-from corpus.plan import PlanRequest, plan_runs
 from corpus.suite.registry import BUILTIN_SUITE, load_suite
 from schemas.identity import kernel_id
 

@@ -21,7 +21,7 @@ from corpus.harvest.__main__ import main as harvest_main
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.checks import HarvestInputError, harvest_lock
 from corpus.harvest.scratch import scratch_directory
-from corpus.settings import read_settings
+from corpus.harvest.settings import read_settings
 from schemas import DatasetError, read_table
 from schemas.check import check_dataset
 

@@ -22,7 +22,7 @@ from corpus.harvest.app import (
     resolve_timer,
     run_harvest,
 )
-from corpus.settings import read_settings
+from corpus.harvest.settings import read_settings
 from schemas import read_table
 from schemas.check import check_dataset
 from tests.corpus.harvest.twin_kernels import OTHER, TWINS

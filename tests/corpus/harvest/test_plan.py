@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from corpus.plan import PlanRequest, launch_grid, plan_runs, shard
+from corpus.harvest.plan import PlanRequest, launch_grid, plan_runs, shard
 from corpus.suite.registry import load_suite, select
 from corpus.suite.spec import Config
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from corpus.device import interpreter_facts
 from corpus.harvest.__main__ import parse
 from corpus.harvest.app import resolve_execution
-from corpus.identity import toolchain_fingerprint
-from corpus.settings import read_settings
+from corpus.harvest.device import interpreter_facts
+from corpus.harvest.identity import toolchain_fingerprint
+from corpus.harvest.settings import read_settings
 from schemas import read_table
 from schemas.card import CARD_JSON, CARD_MARKDOWN
 from schemas.check import check_dataset

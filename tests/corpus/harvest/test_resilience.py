@@ -76,9 +76,11 @@ def test_a_sigkilled_harvest_leaves_no_worker_processes(tmp_path: Path):
 
 def test_a_failed_setup_is_one_run_level_outcome(tmp_path: Path):
     out = tmp_path / "setup"
-    run_harvest(
+    result = run_harvest(
         out, "--suite", "tests.corpus.harvest.setup_kernels", "--workers", "1", "--flush-every", "0"
     )
+    # an error the classifier does not know replaces the worker, and the summary says so
+    assert "measure workers replaced 1 time(s): error of unknown cause" in flat(result.stdout)
     [run] = read_table(str(out), "runs", columns=["run_id", "setup_error"]).to_pylist()
     assert REFERENCE_FAILURE in run["setup_error"]
     rows = read_table(
@@ -105,7 +107,9 @@ def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
     runs = {run_id for run_id, _ in first}
     assert len(first) == 2 * len(runs)
     result = run_harvest(out, *args, "--max-configs", "4")
-    assert f"{len(first)} config(s) already measured with the same bench settings skipped" in flat(result.stdout)
+    assert f"{len(first)} config(s) already measured with the same bench settings skipped" in flat(
+        result.stdout
+    )
     table = read_table(str(out), "measurements", columns=["run_id", "config_id", "harvest_id"])
     keys = list(zip(table.column("run_id").to_pylist(), table.column("config_id").to_pylist()))
     assert len(keys) == len(set(keys)) == 4 * len(runs)  # 4 configs per run, none twice
@@ -118,6 +122,8 @@ def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
     # Other bench settings: every config is measured again, and the summary says why.
     remeasured = run_harvest(out, *args, "--max-configs", "4", "--rep", "3")
     assert f"{len(keys)} config(s) measured again (reps_per_pass" in flat(remeasured.stdout)
-    latest = read_table(str(out), "measurements", columns=["run_id", "config_id"], harvests="latest")
+    latest = read_table(
+        str(out), "measurements", columns=["run_id", "config_id"], harvests="latest"
+    )
     assert latest.num_rows == len(keys)
     assert read_table(str(out), "measurements").num_rows == 2 * len(keys)

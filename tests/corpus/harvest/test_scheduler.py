@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from corpus.bench_worker import BenchOutcome, ConfigCheck, Probe, RunSetup, TimeReps
-from corpus.harvest.runner import SETUP_FAILED, BenchLane, Execution
+from corpus.harvest.measure_worker import ConfigCheck, MeasureOutcome, Probe, RunSetup, TimeReps
+from corpus.harvest.plan import PlannedConfig
+from corpus.harvest.runner import SETUP_FAILED, Execution, MeasureLane
 from corpus.harvest.scheduler import Scheduler
-from corpus.plan import PlannedConfig
 from corpus.suite.spec import Config
 from schemas.enums import Status
 from tests.corpus.harvest.fake_workers import Crash, InlineWorker
@@ -148,23 +148,23 @@ class FakeDevice:
             assert state["setup"] is not None, "a fresh worker must be set up before a request"
             what = self.behaviour.get(request.config.kwargs["name"], "ok")
             if isinstance(request, TimeReps):
-                return BenchOutcome(Status.OK.value, samples_ms=[1.0] * request.reps)
+                return MeasureOutcome(Status.OK.value, samples_ms=[1.0] * request.reps)
             assert isinstance(request, ConfigCheck)
             if what == "sticky":
                 state["poisoned"] = True
-                return BenchOutcome(Status.RUNTIME_ERROR.value, ILLEGAL_ADDRESS, sticky=True)
+                return MeasureOutcome(Status.RUNTIME_ERROR.value, ILLEGAL_ADDRESS, sticky=True)
             if what == "late_sticky":  # the launch's error surfaces only at the next sync
                 state["poisoned"] = True
-                return BenchOutcome(Status.MISMATCH.value, "out: 3 of 64 elements wrong")
+                return MeasureOutcome(Status.MISMATCH.value, "out: 3 of 64 elements wrong")
             if what == "mismatch":
-                return BenchOutcome(Status.MISMATCH.value, "out: 3 of 64 elements wrong")
+                return MeasureOutcome(Status.MISMATCH.value, "out: 3 of 64 elements wrong")
             if what == "hang":
                 time.sleep(2)
             if what == "crash":
                 raise Crash("killed by signal 9")
             if what == "bug":
                 raise KeyError("handler bug")
-            return BenchOutcome(Status.OK.value, max_abs_error=0.0)
+            return MeasureOutcome(Status.OK.value, max_abs_error=0.0)
 
         return handle
 
@@ -188,9 +188,9 @@ def execution(**changes: Any) -> Execution:
     return Execution(**{**values, **changes})
 
 
-def lane_with(device: FakeDevice, **changes: Any) -> tuple[BenchLane, InlineWorker]:
+def lane_with(device: FakeDevice, **changes: Any) -> tuple[MeasureLane, InlineWorker]:
     worker = InlineWorker(device)
-    return BenchLane("interpreter", execution(**changes), {}, worker=worker), worker
+    return MeasureLane("interpreter", execution(**changes), {}, worker=worker), worker
 
 
 def planned(name: str) -> PlannedConfig:

@@ -21,7 +21,7 @@ from corpus.harvest.selftest import (
     run_self_test,
     self_test_config,
 )
-from corpus.settings import read_settings
+from corpus.harvest.settings import read_settings
 
 cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path")
 

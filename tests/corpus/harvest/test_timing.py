@@ -6,8 +6,8 @@ import time
 import pytest
 import torch
 
-from corpus.interleave import PassPlan, pass_order, run_passes, run_sequential
-from corpus.timing import (
+from corpus.harvest.interleave import PassPlan, pass_order, run_passes, run_sequential
+from corpus.harvest.timing import (
     ProcessCpuTimer,
     ThreadCpuTimer,
     WallTimer,
@@ -138,7 +138,7 @@ def test_pass_plan_refuses_empty_timing():
 def test_cuda_graph_timer_divides_a_replay_of_many_launches():
     """One graph sample is a replay of GRAPH_LAUNCHES launches divided by their number: about
     the per-launch GPU time the event timer sees for a kernel far longer than a launch."""
-    from corpus.timing import GRAPH_LAUNCHES, CudaEventTimer, CudaGraphTimer
+    from corpus.harvest.timing import GRAPH_LAUNCHES, CudaEventTimer, CudaGraphTimer
 
     a = torch.randn(4096, 4096, device="cuda")
     launches = []
@@ -160,7 +160,7 @@ def test_cuda_graph_timer_divides_a_replay_of_many_launches():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_event_timer_flushes_with_at_least_256_mib():
-    from corpus.timing import CudaEventTimer, l2_flush_bytes
+    from corpus.harvest.timing import CudaEventTimer, l2_flush_bytes
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     timer = CudaEventTimer("cuda", l2_flush_bytes(l2))

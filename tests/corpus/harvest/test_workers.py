@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from corpus.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
+from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def echo_factory(init):
@@ -104,9 +104,9 @@ def test_workers_die_with_their_parent(tmp_path):
     script.write_text(
         "import sys, time\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
-        "from corpus.workers import WorkerProcess\n"
+        "from corpus.harvest.workers import WorkerProcess\n"
         "if __name__ == '__main__':\n"
-        "    worker = WorkerProcess('orphan-test', 'tests.corpus.test_workers:nice_factory', None, {})\n"
+        "    worker = WorkerProcess('orphan-test', 'tests.corpus.harvest.test_workers:nice_factory', None, {})\n"
         "    print(worker.call('x', timeout_s=60)[0], flush=True)\n"
         "    worker.call('busy', timeout_s=3600)\n"
     )

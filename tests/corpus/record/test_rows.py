@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from corpus.device import DeviceFacts
+from corpus.harvest.device import DeviceFacts
 from corpus.record.hooks import AutotuneEvent
 from corpus.record.rows import INF_TIMING, PRUNED, RecordContext, as_config, event_rows
 from schemas import DatasetWriter, read_table

@@ -28,4 +28,6 @@ def test_many_blocks_equal_one_block(module, monkeypatch):
         blocked = spec.reference(inputs, dims)
         assert whole.keys() == blocked.keys()
         for name in whole:
-            torch.testing.assert_close(blocked[name], whole[name], rtol=1e-6, atol=1e-6, equal_nan=True)
+            torch.testing.assert_close(
+                blocked[name], whole[name], rtol=1e-6, atol=1e-6, equal_nan=True
+            )

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from corpus.plan import launch_grid
+from corpus.harvest.plan import launch_grid
 from corpus.suite.check import INTERPRETER_DTYPES
 from corpus.suite.spec import CATEGORIES, SCALES, KernelSpec, shape_name
 from schemas.enums import ROLES, Role

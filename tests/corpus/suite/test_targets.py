@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from corpus.plan import PlanRequest, plan_runs
+from corpus.harvest.plan import PlanRequest, plan_runs
 from corpus.suite.kernels import _gemm_common
 from corpus.suite.spec import KernelSpec
 from corpus.suite.targets import DEFAULT_TARGET, current_limits, target_limits, targeting

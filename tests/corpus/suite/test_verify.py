@@ -16,7 +16,7 @@ import pytest
 import torch
 import triton.language  # noqa: F401  (Triton's own helpers decorated for the compiler, as elsewhere)
 
-from corpus.bench_worker import BenchHandler, BenchInit, ConfigCheck, RunSetup
+from corpus.harvest.measure_worker import ConfigCheck, MeasureHandler, MeasureInit, RunSetup
 from corpus.suite.check import check_suite, plan_cases, run_case
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import KernelSpec
@@ -56,7 +56,7 @@ def test_suite_check_fails_the_kernel_that_leaves_half_its_output_unwritten(
 def test_suite_check_and_the_benchmark_worker_agree(partial_write: KernelSpec) -> None:
     threads = torch.get_num_threads()
     try:
-        handler = BenchHandler(BenchInit((SUITE,), DEVICE_INTERPRETER, Timer.THREAD_CPU.value, 0))
+        handler = MeasureHandler(MeasureInit((SUITE,), DEVICE_INTERPRETER, Timer.THREAD_CPU.value, 0))
         [case] = plan_cases(partial_write, "tiny")
         handler(RunSetup(partial_write.name, case.dims, case.dtype, seed=0))
         outcome = handler(ConfigCheck(case.config))
