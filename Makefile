@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_CPU := torch==2.13.0
 
-.PHONY: demo test test-compat lint setup clean-demo
+.PHONY: demo test test-compat lint setup clean-demo notebooks strip-notebooks
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,25 @@ test-compat:
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m schemas doc --check
+
+# Executed HTML of the notebooks in build/notebooks/, on demo-dataset and demo-train (`make demo`
+# first when they are missing); NOTEBOOK_DATASET=DIR renders another dataset.
+NOTEBOOK_DATASET ?= demo-dataset
+NOTEBOOK_RESULTS ?= demo-train
+
+notebooks: $(STAMP)
+	@if [ ! -d $(NOTEBOOK_DATASET)/runs ]; then \
+		if [ "$(NOTEBOOK_DATASET)" = demo-dataset ]; then $(MAKE) demo; \
+		else echo "NOTEBOOK_DATASET=$(NOTEBOOK_DATASET): no dataset there (no runs/)" >&2; exit 1; fi; fi
+	mkdir -p build/notebooks
+	KERNEL_CORPUS_DATASET=$(abspath $(NOTEBOOK_DATASET)) KERNEL_CORPUS_RESULTS=$(abspath $(NOTEBOOK_RESULTS)) \
+		$(BIN)/python -m nbconvert --to html --execute --output-dir build/notebooks notebooks/*.ipynb
+
+# Notebooks are committed without outputs (a test checks it): run this before committing one.
+strip-notebooks: $(STAMP)
+	$(BIN)/python -m nbconvert --clear-output --inplace notebooks/*.ipynb \
+		--ClearMetadataPreprocessor.enabled=True --ClearMetadataPreprocessor.preserve_cell_metadata_mask=tags \
+		--ClearMetadataPreprocessor.preserve_nb_metadata_mask=kernelspec
 
 clean-demo:
 	rm -rf demo-dataset demo-train

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-FEATURIZER_VERSION = 1
+from schemas.tables import IR_NODES
+
+FEATURIZER_VERSION = 2
 """Bump whenever encoding or featurization changes: it is part of the processed-cache key and
 of every checkpoint, so a stale cache or an incompatible checkpoint is never used."""
 
@@ -65,6 +67,8 @@ NUMERIC_EXPRESSIONS: dict[str, pl.Expr] = {
             "range_end",
             "divisibility",
             "contiguity",
+            "loop_num_stages",
+            "num_pending",
         )
     },
     "rank": pl.col("shape").list.len().cast(pl.Float64),
@@ -79,43 +83,10 @@ NUMERIC_EXPRESSIONS: dict[str, pl.Expr] = {
 """Numeric node features (raw values; list columns reduced to rank, first/last dim, products)."""
 
 NUMERIC: tuple[str, ...] = tuple(NUMERIC_EXPRESSIONS)
-NODE_COLUMNS: tuple[str, ...] = (
-    "ir_id",
-    "node_id",
-    "node_kind",
-    "op_name",
-    "dialect",
-    "parent_id",
-    "region_index",
-    "arg_index",
-    "depth",
-    "num_operands",
-    "num_results",
-    "dtype",
-    "shape",
-    "numel",
-    "bitwidth",
-    "is_pointer",
-    "layout",
-    "size_per_thread",
-    "threads_per_warp",
-    "warps_per_cta",
-    "order",
-    "mma_version",
-    "instr_shape",
-    "swizzle_vec",
-    "swizzle_per_phase",
-    "swizzle_max_phase",
-    "axis",
-    "predicate",
-    "constant",
-    "range_start",
-    "range_end",
-    "divisibility",
-    "contiguity",
-    "cache_modifier",
-    "eviction_policy",
-    "input_precision",
+NODE_COLUMNS: tuple[str, ...] = tuple(
+    name
+    for name in IR_NODES.names
+    if name not in ("schema_version", "level", "attrs_json", "loc_line", "loc_col", "var_name")
 )
 """``ir_nodes`` columns the encoder reads (the rest: locations, names, attrs_json carry no
 signal that generalizes across kernels)."""

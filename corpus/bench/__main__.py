@@ -4,7 +4,9 @@
   (see corpus/bench/harvest.py);
 - ``repro A [B]``: label reproducibility of two harvests (two datasets, or the latest two
   harvests of each run in A); ``repro --harvest [--with-load]`` first harvests one tiny plan
-  twice into a temporary directory (see corpus/bench/repro.py).
+  twice into a temporary directory (see corpus/bench/repro.py);
+- ``cluster``: tail idle time of static shards vs dynamic scheduling on a local Ray cluster,
+  simulated with sleeping lanes (see corpus/bench/cluster.py; needs ``kernel-corpus[ray]``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
+from corpus.bench.cluster import ClusterBenchConfig, bench_cluster
 from corpus.bench.harvest import HarvestBenchConfig, bench_harvest
 from corpus.bench.repro import describe, reproducibility
 from corpus.bench.repro_harvests import LoadHarvestFailed, ReproHarvestConfig, harvest_twice
@@ -32,7 +35,7 @@ class ReproDatasets:
     b: str | None
 
 
-BenchCommand = HarvestBenchConfig | ReproDatasets | ReproHarvestConfig
+BenchCommand = HarvestBenchConfig | ReproDatasets | ReproHarvestConfig | ClusterBenchConfig
 
 
 def _families(text: str) -> tuple[str, ...]:
@@ -115,6 +118,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with --harvest: where to write the datasets (default: a new temporary directory)",
     )
+    cluster = sub.add_parser(
+        "cluster",
+        help="tail idle time of static shards vs dynamic scheduling (simulated on local Ray)",
+    )
+    cluster.add_argument("--lanes", type=int, default=4, help="simulated GPUs (default: 4)")
+    cluster.add_argument(
+        "--work-s", type=float, default=40.0, help="lane-seconds of the plan (default: 40)"
+    )
+    cluster.add_argument(
+        "--noise",
+        type=float,
+        default=0.5,
+        help="sigma of the log-normal error of durations around estimates (default: 0.5)",
+    )
+    cluster.add_argument("--scale", default="default", help="plan scale (default: default)")
+    cluster.add_argument("--seed", type=int, default=0)
+    cluster.add_argument(
+        "--address", default="local", help="Ray address (default: local, start one here)"
+    )
     return parser
 
 
@@ -130,6 +152,12 @@ def parse(argv: list[str] | None = None) -> BenchCommand:
             args.target,
             timing_only=args.timing_only,
             timing_rounds=args.timing_rounds,
+        )
+    if args.command == "cluster":
+        if args.lanes < 1 or args.work_s <= 0 or args.noise < 0:
+            parser.error("cluster: need --lanes >= 1, --work-s > 0 and --noise >= 0")
+        return ClusterBenchConfig(
+            args.lanes, args.work_s, args.noise, args.scale, args.seed, args.address
         )
     if args.harvest:
         if args.datasets:
@@ -158,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if isinstance(command, HarvestBenchConfig):
             bench_harvest(command, read_settings(), console)
+        elif isinstance(command, ClusterBenchConfig):
+            bench_cluster(command, console)
         elif isinstance(command, ReproHarvestConfig):
             harvest_twice(command, read_settings(), console)
         else:

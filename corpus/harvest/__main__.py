@@ -29,7 +29,9 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def _shard(text: str) -> tuple[int, int]:
+def _shard(text: str) -> tuple[int, int] | str:
+    if text == "auto":
+        return text
     try:
         index, count = (int(part) for part in text.split("/"))
     except ValueError:
@@ -57,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto | cpu (Triton interpreter) | cuda | cuda:0,1 (default: auto)")
     p.add_argument("--target", default=None, help="compile target for IR and static stats, e.g. sm_90, sm_80 (default: the GPU's own arch; sm_90 on CPU)")
     p.add_argument("--workers", type=_positive, default=None, help=f"compile worker processes (default: CPU cores minus one per benchmark lane, at least 2, at most 16: {default_workers()} here with one lane)")
-    p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, split by run_id (default: 0/1)")
+    p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, shards balanced by estimated cost (configs x problem size), the same on every machine; auto: i and N from a Slurm job array (SLURM_ARRAY_TASK_ID/_COUNT/_MIN) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX with KERNEL_CORPUS_SHARD_COUNT) (default: 0/1)")
+    p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS", help="run on a Ray cluster (pip install 'kernel-corpus[ray]'): one benchmark actor per GPU fed runs longest-first, compiles as CPU tasks; ADDRESS: auto (the cluster this machine joined, the default), local (start one here) or ray://host:10001")
     p.add_argument("--no-resume", dest="resume", action="store_false", help="measure every planned config again, also those --out already holds with the same bench settings (old rows are kept; new rows get a new harvest_id)")
     p.add_argument("--warmup", type=int, default=None, help="untimed launches per config before its first timed rep (default: 10 on GPU, 0 on the interpreter, where the correctness check already ran it)")
     p.add_argument("--passes", type=_positive, default=None, help="interleaved timing passes: each pass times every checked config of a run in a seeded random order (default: 5 on GPU, 4 on the interpreter)")
@@ -109,6 +112,7 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         static_stats=args.static_stats,
         flush_every_s=args.flush_every,
         record_host=args.record_host,
+        ray=args.ray,
         recycle_runs=args.recycle_runs,
         recycle_rss_gb=args.recycle_rss_gb,
         command=shlex.join(["python", "-m", "corpus.harvest", *(sys.argv[1:] if argv is None else argv)]),

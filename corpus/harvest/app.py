@@ -28,7 +28,7 @@ from corpus.harvest.runner import (
     bench_settings,
 )
 from corpus.harvest.scratch import scratch_directory
-from corpus.harvest.settings import Settings, triton_cache_dir, worker_environment
+from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environment
 from corpus.harvest.timing import l2_flush_bytes
 from schemas.card import write_card
 from schemas.compact import compact
@@ -55,7 +55,8 @@ class HarvestConfig:
     target: str | None = None
     workers: int | None = None
     """Compile worker processes; None: :func:`default_workers` for the number of lanes."""
-    shard: tuple[int, int] = (0, 1)
+    shard: tuple[int, int] | str = (0, 1)
+    """(index, count), or "auto": from the job array's environment (:func:`array_shard`)."""
     resume: bool = True
     warmup: int | None = None
     passes: int | None = None
@@ -84,6 +85,8 @@ class HarvestConfig:
     """Replace a measure worker after it set up this many runs (0: never)."""
     recycle_rss_gb: float = 16.0
     """Replace a measure worker whose resident memory passes this many GiB (0: no limit)."""
+    ray: str | None = None
+    """Ray cluster address ("auto", "local", "ray://host:10001"): run on Ray (:mod:`.cluster`)."""
     command: str = ""
     """The command line that started the harvest, for the dataset card."""
     allow_empty: bool = False
@@ -223,6 +226,12 @@ class HarvestOutcome:
 def run_harvest(config: HarvestConfig, settings: Settings, console: Console | None = None) -> HarvestOutcome:
     """Plan, resume, shard, execute and summarize one harvest invocation."""
     console = console or Console()
+    if config.ray is not None:
+        from corpus.harvest.cluster import harvest_on_ray  # Ray is an optional extra
+
+        return harvest_on_ray(config, console)
+    index, count = resolve_shard(config.shard, settings)  # a bad environment stops us first
+    config = replace(config, shard=(index, count))
     specs = load_families(config.suite, config.families)  # bad input is refused before any work
     check_dtypes(config.dtypes, specs)
     devices = resolve_devices(config.device)
@@ -243,7 +252,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         toolchain=toolchain,
         target=execution.target,
     )
-    planned = shard(plan_runs(specs, request), *config.shard)
+    planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
     resumed = resume_plan(config.out, planned, bench_settings(execution)) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
@@ -294,12 +303,21 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     return HarvestOutcome(planned, len(planned) - len(todo), totals)
 
 
+def resolve_shard(shard: tuple[int, int] | str, settings: Settings) -> tuple[int, int]:
+    """``--shard``: (index, count) as given, or from the job array's environment ("auto")."""
+    if shard == "auto":
+        return array_shard(settings)
+    if isinstance(shard, str):
+        raise HarvestError(f"--shard {shard!r}: expected i/N or auto")
+    return shard
+
+
 def _why_empty(config: HarvestConfig, interpreter: bool) -> list[str]:
     """Likely reasons a selection planned no runs, for the error message."""
     reasons = []
     if interpreter and config.dtypes and set(config.dtypes) <= set(INTERPRETER_EXCLUDED_DTYPES):
         reasons.append(f"{', '.join(INTERPRETER_EXCLUDED_DTYPES)} is skipped on the interpreter (NumPy has no bfloat16)")
-    if config.shard[1] > 1:
+    if config.shard != (0, 1):
         reasons.append(f"shard {config.shard[0]}/{config.shard[1]} holds none of the runs")
     return reasons
 

@@ -7,6 +7,7 @@ identically on every machine and a rerun finds the same run_ids to resume.
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,21 @@ from corpus.harvest.identity import input_signature, spec_kernel_id
 from corpus.suite.spec import Config, Dims, KernelSpec, shape_name
 from corpus.suite.targets import DEFAULT_TARGET, is_cuda_target, targeting
 from schemas.identity import canonical_json, content_hash, run_id
+
+CONFIG_OVERHEAD = float(1 << 24)
+"""A config's fixed cost in bytes-equivalent (16 MiB): compiling and checking it and the
+launch latency of its reps are counted as this much extra work per config, so a plan of many
+tiny runs is not estimated as free."""
+FLOPS_PER_BYTE = 64.0
+"""Ridge point of the cost model: FLOPs that cost as much time as one byte of DRAM traffic
+(between fp32 CUDA-core and tensor-core ridges of recent GPUs; only ratios between runs
+matter, so it need not be exact)."""
+
+
+def launch_work(flops: float, bytes_moved: float) -> float:
+    """Estimated work of one launch in bytes-equivalent: DRAM bytes plus FLOPs at
+    :data:`FLOPS_PER_BYTE` (a roofline sum, not a max, so both terms order runs)."""
+    return float(bytes_moved) + float(flops) / FLOPS_PER_BYTE
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,16 @@ class PlannedRun:
     """The dims that are mode switches (:meth:`KernelSpec.problem_flags`)."""
     roles: Mapping[str, str] = field(default_factory=dict)
     """Role of every meta-parameter of the planned configs (:meth:`KernelSpec.role_of`)."""
+    launch_work: float = 0.0
+    """Estimated work of one launch in bytes-equivalent (:func:`launch_work`); with the
+    number of valid configs it gives :attr:`estimated_cost`, what static shards balance."""
+
+    @property
+    def estimated_cost(self) -> float:
+        """Estimated cost of the whole run (bytes-equivalent): every valid config pays a fixed
+        overhead (compile, correctness check, launch latencies) plus its launches' work."""
+        valid = sum(1 for p in self.configs if p.skip_reason is None)
+        return valid * (CONFIG_OVERHEAD + self.launch_work)
 
     @property
     def shape_name(self) -> str:
@@ -148,13 +174,34 @@ def _plan_runs(specs: Mapping[str, KernelSpec], request: PlanRequest) -> list[Pl
                         sizes=spec.problem_sizes(dims),
                         flags=spec.problem_flags(dims),
                         roles={knob: spec.role_of(knob) for knob in knobs},
+                        launch_work=launch_work(spec.flops(dims), spec.bytes_moved(dims, dtype)),
                     )
                 )
     return runs
 
 
+def shard_assignment(runs: Sequence[PlannedRun], count: int) -> dict[str, int]:
+    """run_id -> shard in ``0..count-1``, balanced by :attr:`PlannedRun.estimated_cost`.
+
+    Greedy longest-processing-time: runs in decreasing cost (ties by run_id, so the order
+    does not depend on the plan's order), each to the shard with the least cost so far (ties:
+    the lowest index). Deterministic: the same plan gives the same assignment on every
+    machine. The most expensive shard costs at most 4/3 of the optimum (Graham's bound), and at
+    most the mean plus the largest single run."""
+    if count < 1:
+        raise ValueError(f"shard count must be at least 1, got {count}")
+    loads = [(0.0, index) for index in range(count)]  # a heap of (cost so far, shard)
+    assignment: dict[str, int] = {}
+    for run in sorted(runs, key=lambda r: (-r.estimated_cost, r.run_id)):
+        load, index = heapq.heappop(loads)
+        assignment[run.run_id] = index
+        heapq.heappush(loads, (load + run.estimated_cost, index))
+    return assignment
+
+
 def shard(runs: Sequence[PlannedRun], index: int, count: int) -> list[PlannedRun]:
-    """Runs of shard ``index`` of ``count``: chosen by run_id hash, so every machine agrees."""
+    """Runs of shard ``index`` of ``count`` in plan order (see :func:`shard_assignment`)."""
     if not 0 <= index < count:
         raise ValueError(f"shard {index}/{count}: index must be in 0..{count - 1}")
-    return [r for r in runs if int(r.run_id[:8], 16) % count == index]
+    assignment = shard_assignment(runs, count)
+    return [r for r in runs if assignment[r.run_id] == index]

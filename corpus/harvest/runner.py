@@ -216,6 +216,17 @@ class CompilePool:
             worker.kill()
 
 
+class Compiler(Protocol):
+    """What :class:`Harvester` needs of a compile pool (:class:`CompilePool`, or the Ray one in
+    :mod:`corpus.harvest.cluster`)."""
+
+    def submit(self, task: CompileTask) -> Future[CompileOutcome]: ...
+
+    def warm_up(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Worker(Protocol):
     """What a lane needs of its worker (:class:`corpus.harvest.workers.WorkerProcess`, or an
     in-process fake in tests)."""
@@ -388,7 +399,10 @@ class Harvester:
         environment_for: Callable[[bool], Mapping[str, str]],
         on_config: Callable[[str], None] | None = None,
         on_run: Callable[[RunResult], None] | None = None,
+        pool: Compiler | None = None,
     ) -> None:
+        """``pool``: where compiles run (default: a :class:`CompilePool` of local processes; the
+        Ray harvest passes one that submits Ray tasks)."""
         self.execution = execution
         self.specs = specs
         self.facts = facts
@@ -405,7 +419,7 @@ class Harvester:
         self.last_flush = time.monotonic()
         self.known_ir = existing_ids(execution.out, "ir_graphs", "ir_id")
         self.known_kernels = existing_ids(execution.out, "kernels", "kernel_id")
-        self.pool = CompilePool(execution, environment_for(False))
+        self.pool: Compiler = pool or CompilePool(execution, environment_for(False))
         self.interpreter = execution.devices == (DEVICE_INTERPRETER,)
         self.lanes = [MeasureLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
         self.bench_settings = bench_settings(execution)
@@ -613,6 +627,13 @@ class Harvester:
         totals.bench_s += result.bench_s
         totals.bookkeeping_s += result.bookkeeping_s
         totals.results.append(result)
+
+    def execute_one(self, run: PlannedRun) -> RunResult | None:
+        """Execute ``run`` on the first lane and commit it before returning (the Ray actor's
+        unit of work: a run handed back is durable). None when the harvest is stopping."""
+        result = self._execute_run(self.lanes[0], run, self._submit_run(run))
+        self.flush()
+        return result
 
     # -- the whole harvest --------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from corpus.harvest.device import parse_visible_devices
 
@@ -47,6 +47,9 @@ class Settings:
     cuda_visible_devices: str | None
     cache_home: str = os.path.join(os.path.expanduser("~"), ".cache")
     """The user's cache directory: XDG_CACHE_HOME, else ~/.cache."""
+    array_env: Mapping[str, str] = field(default_factory=dict)
+    """The job-array variables (:data:`ARRAY_VARIABLES`) that are set, unparsed: only
+    ``--shard auto`` reads them (:func:`array_shard`), so odd values elsewhere do no harm."""
 
     @property
     def visible_devices(self) -> tuple[str, ...] | None:
@@ -79,7 +82,61 @@ def read_settings(environ: Mapping[str, str] | None = None, *, allow_interpret: 
         triton_cache_dir=env.get("TRITON_CACHE_DIR") or None,
         cuda_visible_devices=visible,
         cache_home=env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"),
+        array_env={name: env[name] for name in ARRAY_VARIABLES if env.get(name, "").strip()},
     )
+
+
+SLURM_TASK_ID = "SLURM_ARRAY_TASK_ID"
+SLURM_TASK_COUNT = "SLURM_ARRAY_TASK_COUNT"
+SLURM_TASK_MIN = "SLURM_ARRAY_TASK_MIN"
+SLURM_TASK_STEP = "SLURM_ARRAY_TASK_STEP"
+K8S_INDEX = "JOB_COMPLETION_INDEX"
+SHARD_COUNT = "KERNEL_CORPUS_SHARD_COUNT"
+"""The shard count of a Kubernetes Indexed Job: set it to the Job's ``completions`` (Kubernetes
+exports each pod's index but not the count)."""
+ARRAY_VARIABLES = (SLURM_TASK_ID, SLURM_TASK_COUNT, SLURM_TASK_MIN, SLURM_TASK_STEP, K8S_INDEX, SHARD_COUNT)
+
+
+def _integer(env: Mapping[str, str], name: str, default: int | None = None) -> int:
+    text = env.get(name)
+    if text is None:
+        if default is None:
+            raise SettingsError(f"--shard auto: {name} is not set")
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise SettingsError(f"--shard auto: {name}={text!r} is not an integer") from None
+
+
+def array_shard(settings: Settings) -> tuple[int, int]:
+    """``--shard auto``: (index, count) of this task of a Slurm job array
+    (``SLURM_ARRAY_TASK_ID`` minus ``SLURM_ARRAY_TASK_MIN``, over ``SLURM_ARRAY_TASK_STEP``, of
+    ``SLURM_ARRAY_TASK_COUNT``) or of a Kubernetes Indexed Job (``JOB_COMPLETION_INDEX`` of
+    ``KERNEL_CORPUS_SHARD_COUNT``). Slurm wins when both are set. Raises
+    :class:`SettingsError` naming the variable at fault, or saying neither is present."""
+    env = settings.array_env
+    if SLURM_TASK_ID in env:
+        task, count = _integer(env, SLURM_TASK_ID), _integer(env, SLURM_TASK_COUNT)
+        first, step = _integer(env, SLURM_TASK_MIN, 0), _integer(env, SLURM_TASK_STEP, 1)
+        if step < 1 or (task - first) % step:
+            raise SettingsError(
+                f"--shard auto: {SLURM_TASK_ID}={task} is not {SLURM_TASK_MIN}={first} plus a "
+                f"multiple of {SLURM_TASK_STEP}={step}"
+            )
+        index, source = (task - first) // step, f"{SLURM_TASK_ID}={task}"
+    elif K8S_INDEX in env:
+        index, count = _integer(env, K8S_INDEX), _integer(env, SHARD_COUNT)
+        source = f"{K8S_INDEX}={index}"
+    else:
+        raise SettingsError(
+            f"--shard auto: neither a Slurm job array ({SLURM_TASK_ID}, {SLURM_TASK_COUNT}) nor "
+            f"a Kubernetes Indexed Job ({K8S_INDEX} with {SHARD_COUNT}) is in the environment; "
+            "give --shard i/N"
+        )
+    if count < 1 or not 0 <= index < count:
+        raise SettingsError(f"--shard auto: {source} gives shard {index}, outside 0..{count - 1} of {count}")
+    return index, count
 
 
 def interpreter_selected(environ: Mapping[str, str] | None = None) -> bool:

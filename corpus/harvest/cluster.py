@@ -1,0 +1,468 @@
+"""The harvest on a Ray cluster (``python -m corpus.harvest --ray [ADDRESS]``).
+
+One long-lived :class:`Lane` actor per GPU (``num_gpus=1``; on the interpreter, one per unit of
+the custom resource :data:`LANE_RESOURCE`, or a single one) holds a :class:`Harvester` with one
+benchmark lane; its compiles are Ray CPU tasks (:func:`compile_config`) that run on any node.
+The driver plans, drops what the dataset already holds (:mod:`.resume`), and feeds runs to the
+actors one at a time, longest estimated cost first, so every actor stays busy and the tail is
+short. An actor commits each run (rows, then the ``runs`` row) before it reports it done, so the
+driver holds no data and a restarted driver resumes from the dataset. A lost actor is restarted
+by Ray (``max_restarts``) and its in-flight run is handed out again; the rows it had written for
+that run were never committed (each actor incarnation is a harvest of its own ``harvest_id``),
+so nothing is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from corpus.harvest.app import (
+    INTERPRETER_EXCLUDED_DTYPES,
+    HarvestConfig,
+    HarvestError,
+    HarvestOutcome,
+    compact_own_files,
+    device_facts,
+    refresh_card,
+    resolve_execution,
+    versions,
+)
+from corpus.harvest.checks import check_dtypes, check_plan, load_families, probe_out
+from corpus.harvest.compile_worker import CompileOutcome, CompileTask
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.identity import toolchain_fingerprint
+from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs
+from corpus.harvest.report import print_plan
+from corpus.harvest.resume import ResumePlan, resume_plan
+from corpus.harvest.runner import CompilePool, Execution, Harvester, HarvestTotals, bench_settings
+from corpus.harvest.scratch import scratch_directory
+from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environment
+from corpus.suite.spec import KernelSpec
+from schemas.enums import DEVICE_INTERPRETER
+
+LANE_RESOURCE = "kernel_corpus_lane"
+"""Custom Ray resource that stands for a benchmark lane on the interpreter (no GPU): start the
+cluster with ``--resources '{"kernel_corpus_lane": N}'`` for N interpreter lanes."""
+MAX_RESTARTS = 3
+"""How often Ray restarts a lost lane actor."""
+RESTART_WAIT_S = 300.0
+"""How long the driver waits for Ray to bring a lost lane actor back before retiring it."""
+PING_S = 0.5
+MAX_ATTEMPTS = 3
+"""How often one run is handed out before the harvest gives up on it (it resumes next time)."""
+ACTOR_PREFIX = "kernel-corpus-lane-"
+"""Lane actors are named ``kernel-corpus-lane-<harvest token>-<i>`` (``ray list actors``)."""
+
+
+@dataclass(frozen=True)
+class LaneFacts:
+    """What a lane actor reports when it starts: where it runs and what it measures with."""
+
+    node: str
+    facts: DeviceFacts
+    toolchain: Mapping[str, Any]
+    execution: Execution
+
+    @property
+    def model(self) -> str:
+        return self.facts.model
+
+
+@dataclass(frozen=True)
+class RunDone:
+    """A committed run as the driver sees it: counts only, no rows."""
+
+    run_id: str
+    label: str
+    node: str
+    configs: int
+    by_status: Mapping[str, int]
+    seconds: float
+    files: tuple[str, ...] = ()
+    """Every file the lane has written so far (for compaction at the end)."""
+
+
+# -- compile tasks ----------------------------------------------------------------------------
+
+_POOLS: dict[tuple[Any, ...], CompilePool] = {}
+"""One compile process per Ray worker process and compile setup, kept across tasks."""
+_SCRATCH: list[contextlib.ExitStack] = []
+
+
+def compile_config(
+    execution: Execution, environment: Mapping[str, str], task: CompileTask
+) -> CompileOutcome:
+    """Compile one config in this Ray worker's compile process (started on first use, with the
+    same hard timeout and error mapping as the local pool). Its scratch directory is local to
+    this node (the one in ``environment`` belongs to the actor's node)."""
+    key = (
+        execution.suite,
+        execution.target,
+        execution.static_stats,
+        execution.compile_timeout_s,
+        tuple(sorted(environment.items())),
+    )
+    pool = _POOLS.get(key)
+    if pool is None:
+        stack = contextlib.ExitStack()
+        _SCRATCH.append(stack)
+        scratch = stack.enter_context(scratch_directory())
+        pool = _POOLS[key] = CompilePool(
+            replace(execution, workers=1), {**environment, "TMPDIR": scratch}
+        )
+    return pool.submit(task).result()
+
+
+class RayCompilePool:
+    """Compiles as Ray CPU tasks; what :class:`Harvester` needs of a compile pool."""
+
+    def __init__(self, execution: Execution, environment: Mapping[str, str]) -> None:
+        import ray
+
+        self.execution = execution
+        self.environment = dict(environment)
+        self.remote = ray.remote(num_cpus=1)(compile_config)
+
+    def submit(self, task: CompileTask) -> Future[CompileOutcome]:
+        return self.remote.remote(self.execution, self.environment, task).future()
+
+    def warm_up(self) -> None:
+        """Nothing to start: Ray starts its workers."""
+
+    def close(self) -> None:
+        """Nothing to stop: Ray owns its workers."""
+
+
+# -- the lane actor ---------------------------------------------------------------------------
+
+
+class Lane:
+    """A benchmark lane on one device of one node (run as a Ray actor, see :func:`lane_actor`).
+
+    It reads its own node's environment (Triton cache, CUDA_VISIBLE_DEVICES, which Ray sets to
+    the actor's GPU), so lanes on different nodes need not agree on paths."""
+
+    def __init__(self, config: HarvestConfig) -> None:
+        import ray
+
+        settings = read_settings()
+        interpreter = config.device == "cpu"
+        devices = (DEVICE_INTERPRETER,) if interpreter else ("cuda:0",)
+        facts = device_facts(devices, settings.visible_devices)
+        execution = resolve_execution(config, settings, devices, facts)
+        toolchain = toolchain_fingerprint(
+            settings.codegen_env, ir_target=execution.target if interpreter else None
+        )
+        if execution.cache_dir is None:
+            execution = replace(execution, cache_dir=triton_cache_dir(settings, toolchain))
+        execution = replace(execution, flush_every_s=float("inf"))  # execute_one commits each run
+        self.stack = contextlib.ExitStack()
+        scratch = self.stack.enter_context(scratch_directory())
+
+        def environment_for(interpret: bool) -> dict[str, str]:
+            return worker_environment(
+                settings,
+                interpret=interpret,
+                cache_dir=execution.cache_dir or "",
+                scratch_dir=scratch,
+            )
+
+        specs = load_families(config.suite, config.families)
+        self.harvester = Harvester(
+            execution,
+            specs,
+            facts,
+            toolchain,
+            versions(),
+            environment_for,
+            pool=RayCompilePool(execution, environment_for(False)),
+        )
+        self.facts = LaneFacts(ray.util.get_node_ip_address(), facts, toolchain, execution)
+        self.current: str | None = None
+
+    def describe(self) -> LaneFacts:
+        return self.facts
+
+    def busy(self) -> str | None:
+        """The run_id being executed now (None when idle)."""
+        return self.current
+
+    def execute(self, run: PlannedRun) -> RunDone:
+        """Execute ``run`` and commit it."""
+        self.current = run.run_id
+        begin = time.perf_counter()
+        try:
+            result = self.harvester.execute_one(run)
+        finally:
+            self.current = None
+        rows = result.rows if result else []
+        return RunDone(
+            run.run_id,
+            run.label,
+            self.facts.node,
+            len(rows),
+            Counter(row["status"] for row in rows),
+            time.perf_counter() - begin,
+            tuple(self.harvester.writer.files_written),
+        )
+
+    def close(self) -> None:
+        self.harvester.close()
+        self.stack.close()
+
+
+def lane_actor(interpreter: bool, resources: Mapping[str, float]) -> Any:
+    """The Ray actor class of :class:`Lane` for this cluster: one GPU each, or one unit of
+    :data:`LANE_RESOURCE` on the interpreter (when the cluster declares it). The actor takes no
+    CPU of its own (its compiles are CPU tasks); two threads, so ``busy`` answers mid-run."""
+    import ray
+
+    options: dict[str, Any] = {"num_cpus": 0, "max_restarts": MAX_RESTARTS, "max_concurrency": 2}
+    if not interpreter:
+        options["num_gpus"] = 1
+    elif resources.get(LANE_RESOURCE):
+        options["resources"] = {LANE_RESOURCE: 1}
+    return ray.remote(**options)(Lane)
+
+
+def lane_count(interpreter: bool, resources: Mapping[str, float]) -> int:
+    """Lanes the cluster can hold: its GPUs, or on the interpreter its :data:`LANE_RESOURCE`
+    units (one lane when it declares none)."""
+    if interpreter:
+        return max(1, int(resources.get(LANE_RESOURCE, 1)))
+    gpus = int(resources.get("GPU", 0))
+    if gpus < 1:
+        raise HarvestError(
+            "--ray: the Ray cluster has no GPU; use --device cpu for the interpreter"
+        )
+    return gpus
+
+
+# -- the driver -------------------------------------------------------------------------------
+
+
+@dataclass
+class Feed:
+    """The driver's bookkeeping: which run each actor executes, and what came back."""
+
+    queue: deque[PlannedRun]
+    attempts: Counter[str] = field(default_factory=Counter)
+    done: list[RunDone] = field(default_factory=list)
+    given_up: list[PlannedRun] = field(default_factory=list)
+    lost: int = 0
+    """Runs handed out again because their actor died."""
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster at ``address`` ("auto": the one this machine belongs to; "local":
+    start one in this process) unless this process already did."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=None if address == "local" else address, log_to_driver=False)
+
+
+def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> HarvestOutcome:
+    """Plan, resume and execute a harvest on the Ray cluster ``config.ray``."""
+    console = console or Console()
+    try:
+        import ray
+    except ImportError:
+        raise HarvestError("--ray needs Ray: pip install 'kernel-corpus[ray]'") from None
+    if config.shard != (0, 1):
+        raise HarvestError("--ray schedules the whole plan dynamically; drop --shard")
+    specs = load_families(config.suite, config.families)  # bad input is refused before any work
+    check_dtypes(config.dtypes, specs)
+    interpreter = config.device == "cpu"
+    if config.device not in ("cpu", "cuda", "auto"):
+        raise HarvestError(
+            f"--ray --device {config.device}: use cuda (one lane per GPU of the cluster) or cpu"
+        )
+    connect(config.ray or "auto")
+    resources = ray.cluster_resources()
+    count = lane_count(interpreter, resources)
+    actor_class = lane_actor(interpreter, resources)
+    token = uuid.uuid4().hex[:8]  # names stay unique when two harvests share a cluster
+    actors = [
+        actor_class.options(name=f"{ACTOR_PREFIX}{token}-{i}").remote(config) for i in range(count)
+    ]
+    try:
+        return _harvest(config, specs, actors, interpreter, console)
+    finally:
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.get(actor.close.remote(), timeout=60)
+            ray.kill(actor, no_restart=True)
+
+
+def _harvest(
+    config: HarvestConfig,
+    specs: Mapping[str, KernelSpec],
+    actors: list[Any],
+    interpreter: bool,
+    console: Console,
+) -> HarvestOutcome:
+    import ray
+
+    try:
+        lanes: list[LaneFacts] = ray.get([actor.describe.remote() for actor in actors])
+    except ray.exceptions.RayError as exc:  # e.g. no CUDA on a node, a suite that fails there
+        raise HarvestError(
+            f"--ray: a lane actor failed to start: {str(exc).strip()[-600:]}"
+        ) from None
+    models = {lane.model for lane in lanes}
+    toolchains = {repr(sorted(lane.toolchain.items())) for lane in lanes}
+    if len(models) > 1 or len(toolchains) > 1:
+        raise HarvestError(
+            f"--ray: lanes differ ({', '.join(sorted(models))}; {len(toolchains)} toolchain(s)); harvest each model and toolchain separately"
+        )
+    first = lanes[0]
+    request = PlanRequest(
+        scale=config.scale,
+        dtypes=config.dtypes or None,
+        excluded_dtypes=INTERPRETER_EXCLUDED_DTYPES if interpreter else (),
+        max_configs=config.max_configs,
+        seed=config.seed,
+        device_model=first.model,
+        toolchain=first.toolchain,
+        target=first.execution.target,
+    )
+    planned = plan_runs(specs, request)
+    check_plan(planned, why_empty=[], allow_empty=config.allow_empty)
+    settings = bench_settings(first.execution)
+    resumed = (
+        resume_plan(config.out, planned, settings) if config.resume else ResumePlan(list(planned))
+    )
+    if config.dry_run:
+        committed = {r.run_id for r in planned} - {r.run_id for r in resumed.todo}
+        print_plan(console, planned, committed, first.facts, first.execution)
+        return HarvestOutcome(planned, len(planned) - len(resumed.todo), None)
+    probe_out(config.out)
+    console.print(
+        f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"
+    )
+    if not resumed.todo:
+        return HarvestOutcome(planned, len(planned), None)
+    feed = Feed(deque(sorted(resumed.todo, key=lambda r: (-r.estimated_cost, r.run_id))))
+    begin = time.monotonic()
+    feed_runs(feed, actors, console)
+    elapsed = time.monotonic() - begin
+    totals = HarvestTotals(runs_done=len(feed.done), configs_done=sum(d.configs for d in feed.done))
+    for done in feed.done:
+        for status, n in done.by_status.items():
+            totals.by_status[status] = totals.by_status.get(status, 0) + n
+    print_nodes(console, feed, elapsed)
+    if config.compact:
+        files = sorted({path for done in feed.done for path in done.files})
+        compact_own_files(config.out, files, console)
+    refresh_card(config, console)
+    if feed.given_up:
+        raise HarvestError(
+            f"{len(feed.given_up)} run(s) not done: lost with their lane {MAX_ATTEMPTS} times, "
+            "or every lane was lost; rerun the same command to resume them"
+        )
+    return HarvestOutcome(planned, len(planned) - len(resumed.todo), totals)
+
+
+def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
+    """Hand runs to actors as they free up, until every run is committed or given up.
+
+    An actor that died mid-run gets its run back in the queue (at the front: it is among the
+    longest left) and is pinged until Ray has restarted it; one that stays dead (restarts
+    exhausted, or not back within :data:`RESTART_WAIT_S`) is retired."""
+    import ray
+    from ray.exceptions import ActorUnavailableError, RayActorError
+
+    pending: dict[Any, tuple[int, PlannedRun | None]] = {}
+    """Object ref -> (actor, its run; None for a ping of a restarting actor)."""
+    lost_at: dict[int, float] = {}
+    retired: set[int] = set()
+
+    def give(index: int) -> None:
+        if feed.queue:
+            run = feed.queue.popleft()
+            pending[actors[index].execute.remote(run)] = (index, run)
+
+    def ping(index: int) -> None:
+        pending[actors[index].describe.remote()] = (index, None)
+
+    for index in range(len(actors)):
+        give(index)
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        index, run = pending.pop(ready[0])
+        try:
+            value = ray.get(ready[0])
+        except ActorUnavailableError:  # restarting: ask again shortly
+            if time.monotonic() - lost_at.get(index, time.monotonic()) > RESTART_WAIT_S:
+                retired.add(index)
+            else:
+                time.sleep(PING_S)
+                ping(index)
+            if run is not None:
+                _requeue(feed, run, index, console)
+        except RayActorError:
+            if run is None:  # a ping found it dead for good
+                retired.add(index)
+            else:  # it died mid-run: Ray restarts it; its run is redone
+                _requeue(feed, run, index, console)
+                lost_at[index] = time.monotonic()
+                ping(index)
+        else:
+            if run is not None:
+                feed.done.append(value)
+                console.print(
+                    f"{value.label}: {value.configs} config(s) in {value.seconds:.1f} s "
+                    f"on {value.node} (lane {index})"
+                )
+            lost_at.pop(index, None)
+            give(index)
+    feed.given_up.extend(feed.queue)  # only when every lane was retired
+
+
+def _requeue(feed: Feed, run: PlannedRun, index: int, console: Console) -> None:
+    feed.lost += 1
+    feed.attempts[run.run_id] += 1
+    console.print(f"[yellow]lane {index} lost[/] during {run.label}; the run is handed out again")
+    if feed.attempts[run.run_id] >= MAX_ATTEMPTS:
+        feed.given_up.append(run)
+    else:
+        feed.queue.appendleft(run)
+
+
+def print_nodes(console: Console, feed: Feed, elapsed_s: float) -> None:
+    """The summary: runs, configs and throughput per node."""
+    table = Table(title=f"per-node throughput ({elapsed_s:.1f} s wall)")
+    for column in ("node", "runs", "configs", "busy s", "configs/s"):
+        table.add_column(column, justify="left" if column == "node" else "right")
+    by_node: dict[str, list[RunDone]] = {}
+    for done in feed.done:
+        by_node.setdefault(done.node, []).append(done)
+    for node, dones in sorted(by_node.items()):
+        configs = sum(d.configs for d in dones)
+        table.add_row(
+            node,
+            str(len(dones)),
+            str(configs),
+            f"{sum(d.seconds for d in dones):.1f}",
+            f"{configs / elapsed_s:.2f}" if elapsed_s > 0 else "-",
+        )
+    console.print(table)
+    statuses = Counter[str]()
+    for done in feed.done:
+        statuses.update(done.by_status)
+    console.print(
+        f"harvest finished: {len(feed.done)} run(s), {sum(statuses.values())} config(s); "
+        + ", ".join(f"{k} {v}" for k, v in statuses.most_common())
+        + (f"; {feed.lost} run(s) redone after a lost lane" if feed.lost else "")
+    )
