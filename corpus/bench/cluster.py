@@ -68,7 +68,7 @@ class SleepLane:
     def describe(self) -> str:
         return "sleep"
 
-    def execute(self, run: PlannedRun) -> RunDone:
+    def execute(self, run: PlannedRun, upcoming: PlannedRun | None = None) -> RunDone:
         seconds = self.durations[run.run_id]
         time.sleep(seconds)
         self.last_end = time.time()

@@ -14,5 +14,6 @@ Around them: :mod:`.scheduler` (which lane takes which run, how far compiles run
 :mod:`.runner` (compile pool, measure lanes that survive their workers, buffered writes),
 :mod:`.workers` (worker processes with hard timeouts), :mod:`.device` and :mod:`.settings`
 (device facts, the one place that reads the environment), :mod:`.app` and :mod:`.__main__`
-(the command), :mod:`.checks`, :mod:`.report`, :mod:`.scratch`, :mod:`.selftest`.
+(the command), :mod:`.checks`, :mod:`.report`, :mod:`.scratch`, :mod:`.selftest`, and
+:mod:`.cluster` (the same harvest on a Ray cluster: one actor per GPU fed runs dynamically).
 """

@@ -8,6 +8,8 @@ latencies say nothing about GPUs). A run's checked configs are timed in interlea
 (--passes x --rep reps each); configs with an identical binary and launch are timed once.
 Committed runs are skipped, so rerunning the same command after a crash or Ctrl-C completes
 the rest; the files a finished harvest wrote are merged (--no-compact to keep them).
+--shard splits the plan statically (balanced by estimated cost; 'auto' in a Slurm or
+Kubernetes job array); --ray runs it on a Ray cluster, fed to one actor per GPU dynamically.
 """
 
 from __future__ import annotations

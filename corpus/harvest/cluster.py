@@ -189,6 +189,8 @@ class Lane:
         )
         self.facts = LaneFacts(ray.util.get_node_ip_address(), facts, toolchain, execution)
         self.current: str | None = None
+        self.prefetched: dict[str, dict[str, Future[CompileOutcome]]] = {}
+        """Compiles queued for the lane's next run (see :meth:`execute`)."""
 
     def describe(self) -> LaneFacts:
         return self.facts
@@ -197,12 +199,16 @@ class Lane:
         """The run_id being executed now (None when idle)."""
         return self.current
 
-    def execute(self, run: PlannedRun) -> RunDone:
-        """Execute ``run`` and commit it."""
+    def execute(self, run: PlannedRun, upcoming: PlannedRun | None = None) -> RunDone:
+        """Execute ``run`` and commit it; ``upcoming``, the run this lane gets next, has its
+        compiles queued first, so they run while this one is benchmarked."""
         self.current = run.run_id
         begin = time.perf_counter()
+        compiles = self.prefetched.pop(run.run_id, None)
+        if upcoming is not None and upcoming.run_id not in self.prefetched:
+            self.prefetched[upcoming.run_id] = self.harvester.submit_compiles(upcoming)
         try:
-            result = self.harvester.execute_one(run)
+            result = self.harvester.execute_one(run, compiles)
         finally:
             self.current = None
         rows = result.rows if result else []
@@ -377,24 +383,38 @@ def _harvest(
 def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
     """Hand runs to actors as they free up, until every run is committed or given up.
 
-    An actor that died mid-run gets its run back in the queue (at the front: it is among the
-    longest left) and is pinged until Ray has restarted it; one that stays dead (restarts
-    exhausted, or not back within :data:`RESTART_WAIT_S`) is retired."""
+    Each actor also holds the run it gets next (taken from the queue when its current one is
+    handed out), so that run's compiles run during this one's benchmark: one run of
+    lookahead per lane, as the local harvest's pipeline has. An actor that died mid-run gets
+    both back in the queue (at the front: they are among the longest left) and is pinged until
+    Ray has restarted it; one that stays dead (restarts exhausted, or not back within
+    :data:`RESTART_WAIT_S`) is retired."""
     import ray
     from ray.exceptions import ActorUnavailableError, RayActorError
 
     pending: dict[Any, tuple[int, PlannedRun | None]] = {}
     """Object ref -> (actor, its run; None for a ping of a restarting actor)."""
+    upcoming: dict[int, PlannedRun] = {}
     lost_at: dict[int, float] = {}
-    retired: set[int] = set()
 
     def give(index: int) -> None:
-        if feed.queue:
-            run = feed.queue.popleft()
-            pending[actors[index].execute.remote(run)] = (index, run)
+        run = upcoming.pop(index, None) or (feed.queue.popleft() if feed.queue else None)
+        if run is None:
+            return
+        after = feed.queue.popleft() if feed.queue else None
+        if after is not None:
+            upcoming[index] = after
+        pending[actors[index].execute.remote(run, after)] = (index, run)
 
     def ping(index: int) -> None:
         pending[actors[index].describe.remote()] = (index, None)
+
+    def lost(index: int, run: PlannedRun | None) -> None:
+        if index in upcoming:
+            feed.queue.appendleft(upcoming.pop(index))
+        if run is not None:
+            _requeue(feed, run, index, console)
+        lost_at.setdefault(index, time.monotonic())
 
     for index in range(len(actors)):
         give(index)
@@ -403,21 +423,16 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
         index, run = pending.pop(ready[0])
         try:
             value = ray.get(ready[0])
-        except ActorUnavailableError:  # restarting: ask again shortly
-            if time.monotonic() - lost_at.get(index, time.monotonic()) > RESTART_WAIT_S:
-                retired.add(index)
-            else:
+        except ActorUnavailableError:  # restarting: ask again shortly, unless it takes too long
+            lost(index, run)
+            if time.monotonic() - lost_at[index] <= RESTART_WAIT_S:
                 time.sleep(PING_S)
                 ping(index)
-            if run is not None:
-                _requeue(feed, run, index, console)
         except RayActorError:
-            if run is None:  # a ping found it dead for good
-                retired.add(index)
-            else:  # it died mid-run: Ray restarts it; its run is redone
-                _requeue(feed, run, index, console)
-                lost_at[index] = time.monotonic()
+            lost(index, run)
+            if run is not None:  # it died mid-run: Ray restarts it
                 ping(index)
+            # else a ping found it dead for good: the lane is retired
         else:
             if run is not None:
                 feed.done.append(value)

@@ -628,10 +628,19 @@ class Harvester:
         totals.bookkeeping_s += result.bookkeeping_s
         totals.results.append(result)
 
-    def execute_one(self, run: PlannedRun) -> RunResult | None:
+    def submit_compiles(self, run: PlannedRun) -> dict[str, Future[CompileOutcome]]:
+        """Queue ``run``'s compiles now (config_id -> outcome), ahead of :meth:`execute_one`."""
+        return self._submit_run(run)
+
+    def execute_one(
+        self, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]] | None = None
+    ) -> RunResult | None:
         """Execute ``run`` on the first lane and commit it before returning (the Ray actor's
-        unit of work: a run handed back is durable). None when the harvest is stopping."""
-        result = self._execute_run(self.lanes[0], run, self._submit_run(run))
+        unit of work: a run handed back is durable). ``compiles``: from
+        :meth:`submit_compiles`, else queued now. None when the harvest is stopping."""
+        if compiles is None:
+            compiles = self._submit_run(run)
+        result = self._execute_run(self.lanes[0], run, compiles)
         self.flush()
         return result
 
