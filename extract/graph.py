@@ -1,6 +1,6 @@
 """Triton device IR (TTIR / TTGIR) as a directed multigraph with data and region edges.
 
-Semantics (see the README section "IR graphs" for a drawn example):
+Semantics (see docs/graphs.md for a drawn example):
 
 - Nodes: every operation inside the module (the ``builtin.module`` container itself is not
   a node; its attributes become graph facts) and every block argument (function arguments,

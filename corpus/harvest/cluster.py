@@ -284,7 +284,7 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
     try:
         import ray
     except ImportError:
-        raise HarvestError("--ray needs Ray: pip install 'kernel-corpus[ray]'") from None
+        raise HarvestError("--ray needs Ray: pip install -e '.[ray]' in a clone") from None
     if config.shard != (0, 1):
         raise HarvestError("--ray schedules the whole plan dynamically; drop --shard")
     specs = load_families(config.suite, config.families)  # bad input is refused before any work

@@ -200,7 +200,7 @@ def _contract(specs: dict, console: Console) -> int:
     for problem in problems:
         console.print(f"[red]CONTRACT[/] {problem}", highlight=False)
     if problems:
-        console.print(f"{len(problems)} contract problem(s) (see 'The KernelSpec contract' in the README)")
+        console.print(f"{len(problems)} contract problem(s) (see 'The KernelSpec contract' in docs/suite.md)")
     return len(problems)
 
 
