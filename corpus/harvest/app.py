@@ -10,6 +10,7 @@ from rich.console import Console
 
 from corpus.harvest.checks import (
     check_dtypes,
+    check_interpreter,
     check_plan,
     check_target,
     harvest_lock,
@@ -239,6 +240,8 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     interpreter = devices == (DEVICE_INTERPRETER,)
     execution = resolve_execution(config, settings, devices, facts)
     check_target(execution.target)
+    if interpreter:
+        check_interpreter()
     toolchain = toolchain_fingerprint(settings.codegen_env, ir_target=execution.target if interpreter else None)
     if execution.cache_dir is None:
         execution = replace(execution, cache_dir=triton_cache_dir(settings, toolchain))

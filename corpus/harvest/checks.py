@@ -102,6 +102,15 @@ def check_target(target: str) -> None:
         )
 
 
+def check_interpreter() -> None:
+    """The installed Triton/NumPy pair can run kernels in the interpreter (CPU harvests)."""
+    from extract.versions import interpreter_defect
+
+    defect = interpreter_defect()
+    if defect is not None:
+        raise HarvestInputError(f"--device cpu: {defect}")
+
+
 def check_plan(
     planned: Sequence[PlannedRun], *, why_empty: Sequence[str], allow_empty: bool
 ) -> None:

@@ -9,6 +9,7 @@ from typing import TextIO
 from corpus.harvest.settings import interpreter_selected, select_interpreter
 from corpus.record.recorder import Recorder, RecordError, RecordOptions, RecordSummary
 from corpus.record.workload import Workload, run_workload
+from extract.versions import interpreter_defect
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ def choose_device(device: str) -> None:
             raise RecordError(
                 "Triton was imported before the interpreter could be selected; set TRITON_INTERPRET=1"
             )
+        defect = interpreter_defect()
+        if defect is not None:
+            raise RecordError(defect)
         select_interpreter()
     elif device == "cuda" and not torch.cuda.is_available():
         raise RecordError(

@@ -65,7 +65,8 @@ def hooks(out: Path) -> dict[str, Any]:
         return None
 
     knobs.compilation.listener = user_listener
-    previous_autotune = knobs.autotuning.listener
+    missing = object()  # Triton 3.6 has no autotuning listener
+    previous_autotune = getattr(knobs.autotuning, "listener", missing)
     workload = fresh_workload()
     with corpus.record(out=str(out), rep=1, compile_ir=False):
         during = {
@@ -77,7 +78,7 @@ def hooks(out: Path) -> dict[str, Any]:
         **during,
         "run_restored": Autotuner.run is original_run,
         "compile_restored": knobs.compilation.listener is user_listener,
-        "autotune_restored": knobs.autotuning.listener is previous_autotune,
+        "autotune_restored": getattr(knobs.autotuning, "listener", missing) is previous_autotune,
     }
 
 
