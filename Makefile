@@ -29,7 +29,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# The extract tests again under the oldest supported Triton (3.6), in a venv of its own.
+# Extract, record, ingest and end-to-end harvest tests again under the oldest supported Triton (3.6), in a venv of its own.
 test-compat:
 	bash .ci/extract-triton36.sh
 

@@ -19,5 +19,6 @@ rm -rf "$VENV"
 "$VENV/bin/python" -c 'import triton; assert triton.__version__.startswith("3.6"), triton.__version__; print("triton", triton.__version__)'
 
 # The checkout root is on sys.path (tests/ is a package), so the project needs no install here.
-# extract, and the recorder/importers whose Triton hooks differ between 3.6 and 3.9
-"$VENV/bin/python" -m pytest tests/extract tests/corpus/record tests/corpus/ingest -p no:cacheprovider
+# extract, the recorder/importers whose Triton hooks differ between 3.6 and 3.9, and end-to-end harvests
+"$VENV/bin/python" -m pytest tests/extract tests/corpus/record tests/corpus/ingest \
+    tests/corpus/harvest/test_harvest.py tests/corpus/harvest/test_labels.py -p no:cacheprovider
