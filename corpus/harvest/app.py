@@ -346,7 +346,8 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
         console.print(f"[yellow]warning[/]: not compacted: {exc}", soft_wrap=True)
         return
     merged = sum(result.files_before for result in report.merged)
-    console.print(f"compacted {merged} file(s) of this harvest into {len(report.merged)}")
+    if merged:  # one file per partition already: nothing to say
+        console.print(f"compacted {merged} file(s) of this harvest into {len(report.merged)}")
 
 
 def default_workers(lanes: int = 1) -> int:

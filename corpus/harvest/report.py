@@ -102,6 +102,13 @@ def timing_line(totals: HarvestTotals) -> str:
     )
 
 
+def compact_config(row: dict) -> str:
+    """A measurement row's config in a few characters: ``BLOCK_M=16 BLOCK_N=128 w4 s2``
+    (meta-parameters, then warps and stages; the full ``triton.Config`` is in the dataset)."""
+    params = " ".join(f"{p['name']}={p['value']}" for p in row.get("config_params") or [])
+    return f"{params} w{row['num_warps']} s{row['num_stages']}".strip()
+
+
 def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out: str, max_rows: int = 25) -> None:
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(totals.by_status.items(), key=lambda kv: -kv[1]))
     console.print(f"\n[bold]harvest finished[/]: {totals.runs_done} run(s), {totals.configs_done} config(s) in {elapsed_s:.1f} s -> {out}")
@@ -120,8 +127,8 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
             + ", ".join(f"{why} x{count}" for why, count in reasons.most_common())
         )
     table = Table(title="best config per run")
-    for column in ("run", "ok/configs", "best ms", "default ms", "speedup", "best config"):
-        table.add_column(column, justify="right" if column in ("best ms", "default ms", "speedup", "ok/configs") else "left")
+    for column in ("run", "ok", "best ms", "default ms", "speedup", "best config"):
+        table.add_column(column, justify="right" if column in ("best ms", "default ms", "speedup", "ok") else "left")
     for result in totals.results[:max_rows]:
         ok = [r for r in result.rows if r["status"] == Status.OK.value]
         best = min(ok, key=lambda r: r["median_ms"], default=None)
@@ -133,7 +140,7 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
             f"{best['median_ms']:.4g}" if best else "-",
             f"{default['median_ms']:.4g}" if default else "-",
             speedup,
-            best["launch"] if best else "-",
+            compact_config(best) if best else "-",
         )
     if len(totals.results) > max_rows:
         table.caption = f"{len(totals.results) - max_rows} more run(s) not shown"
