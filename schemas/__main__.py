@@ -32,7 +32,8 @@ def parse(argv: list[str] | None = None) -> Command:
     check.add_argument(
         "--fix",
         action="store_true",
-        help="remove stale write temporaries of killed writers (nothing else)",
+        help="remove stale write temporaries of killed writers and drop identical repeated "
+        "runs/measurements rows of a retried flush (differing repeats are refused)",
     )
     compact = sub.add_parser(
         "compact", help="merge small files per partition, atomically; remove stale temporaries"

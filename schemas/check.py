@@ -26,6 +26,7 @@ from schemas.reader import (
     stable,
     table_files,
 )
+from schemas.repair import repair_repeats
 from schemas.scrub import publication_warnings
 from schemas.storage import (
     STALE_TEMPORARY_AGE_S,
@@ -69,13 +70,15 @@ def check_dataset(
     """Validate every file, version, schema, key and join of the dataset at ``url``.
 
     ``fix``: remove write temporaries older than ``temporary_age_s`` seconds (leftovers of
-    killed writers). Nothing else is ever changed: damage is reported, not repaired.
+    killed writers) and drop identical repeated ``runs``/``measurements`` rows of a retried
+    flush (:func:`schemas.repair.repair_repeats`). Other damage is reported, not repaired.
     """
     report = CheckReport()
     loc = resolve(url)
     if fix:
         for temporary in remove_stale_temporaries(loc, list(TABLES), temporary_age_s):
             report.fixed.append(f"removed {temporary.path} ({temporary.size:,} bytes)")
+        _repair(url, report)
     _check_temporaries(loc, report, temporary_age_s)
     tables: dict[str, pa.Table] = {}
     found_by_table: dict[str, TableFiles] = {}
@@ -117,6 +120,14 @@ def _read_table(
             "(ignored by readers; `compact` removes them)"
         )
     return found, table
+
+
+def _repair(url: str, report: CheckReport) -> None:
+    try:
+        for result in repair_repeats(url):
+            report.fixed.append(result.describe())
+    except DatasetError as exc:  # refused before changing anything; the check goes on
+        report.problems.append(f"not repaired: {exc}")
 
 
 def _check_temporaries(loc: Location, report: CheckReport, age_s: float) -> None:

@@ -25,7 +25,8 @@ def run_check(
 ) -> int:
     """Print the check report of the dataset at ``url``; 0 when it has no problems.
 
-    ``fix``: first remove write temporaries older than ``temporary_age_s`` seconds."""
+    ``fix``: first remove write temporaries older than ``temporary_age_s`` seconds and repair
+    repeated keys (:func:`schemas.repair.repair_repeats`); what was changed is printed."""
     console = console or Console()
     report = check_dataset(url, fix=fix, temporary_age_s=temporary_age_s)
     for line in report.fixed:

@@ -126,7 +126,7 @@ def _compact_table(
     for directory, paths in sorted(by_directory.items()):
         if len(paths) < min_files:
             continue
-        merged = _merge(loc, name, paths)
+        merged = merge_files(loc, name, paths)
         if name in CONTENT_KEYED:
             merged = dedupe(merged, spec.key)
         if name in UNIQUE_KEYED:
@@ -134,18 +134,7 @@ def _compact_table(
                 refuse_repeats(name, repeated_keys(merged, spec.key))
             except DatasetError as exc:
                 raise DatasetError(f"{directory}: not compacted: {exc}") from None
-        replaces = json.dumps(sorted(posixpath.basename(p) for p in paths)).encode()
-        table = with_file_metadata(merged, spec, {META_REPLACES: replaces})
-        try:
-            write_atomic(loc, directory, f"part-compact-{new_writer_id()}.parquet", table)
-        except (OSError, pa.ArrowException) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise DatasetError(
-                f"{directory}: could not write the merged file ({reason}); "
-                "the files it would replace are untouched and the dataset is intact"
-            ) from None
-        for path in paths:
-            loc.fs.delete_file(path)
+        replace_files(loc, name, directory, paths, merged)
         partition = posixpath.relpath(directory, loc.table_dir(name))
         results.append(
             CompactResult(name, "" if partition == "." else partition, len(paths), merged.num_rows)
@@ -153,7 +142,33 @@ def _compact_table(
     return results
 
 
-def _merge(loc: Location, name: str, paths: list[str]) -> pa.Table:
+def replace_files(
+    loc: Location, name: str, directory: str, paths: list[str], merged: pa.Table
+) -> str:
+    """Replace ``paths`` (files of table ``name`` in ``directory``) by one file of ``merged``
+    rows, atomically: the new file names the old ones in its footer, so readers skip them from
+    the moment it appears; they are deleted after. Returns the new file's name.
+
+    Raises DatasetError, with ``paths`` untouched, when the new file cannot be written.
+    """
+    replaces = json.dumps(sorted(posixpath.basename(p) for p in paths)).encode()
+    table = with_file_metadata(merged, TABLES[name], {META_REPLACES: replaces})
+    file_name = f"part-compact-{new_writer_id()}.parquet"
+    try:
+        write_atomic(loc, directory, file_name, table)
+    except (OSError, pa.ArrowException) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise DatasetError(
+            f"{directory}: could not write the merged file ({reason}); "
+            "the files it would replace are untouched and the dataset is intact"
+        ) from None
+    for path in paths:
+        loc.fs.delete_file(path)
+    return file_name
+
+
+def merge_files(loc: Location, name: str, paths: list[str]) -> pa.Table:
+    """The rows of ``paths`` (files of table ``name``) in order, lifted to the current schema."""
     spec = TABLES[name]
     pieces = []
     for path in paths:
