@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.console import Console
 
@@ -224,6 +226,22 @@ class HarvestOutcome:
     totals: HarvestTotals | None
 
 
+def plan_request(
+    config: HarvestConfig, interpreter: bool, device_model: str, toolchain: Mapping[str, Any], target: str
+) -> PlanRequest:
+    """What to plan, from the CLI's selection and the device the runs will be measured on."""
+    return PlanRequest(
+        scale=config.scale,
+        dtypes=config.dtypes or None,
+        excluded_dtypes=INTERPRETER_EXCLUDED_DTYPES if interpreter else (),
+        max_configs=config.max_configs,
+        seed=config.seed,
+        device_model=device_model,
+        toolchain=toolchain,
+        target=target,
+    )
+
+
 def run_harvest(config: HarvestConfig, settings: Settings, console: Console | None = None) -> HarvestOutcome:
     """Plan, resume, shard, execute and summarize one harvest invocation."""
     console = console or Console()
@@ -245,16 +263,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     toolchain = toolchain_fingerprint(settings.codegen_env, ir_target=execution.target if interpreter else None)
     if execution.cache_dir is None:
         execution = replace(execution, cache_dir=triton_cache_dir(settings, toolchain))
-    request = PlanRequest(
-        scale=config.scale,
-        dtypes=config.dtypes or None,
-        excluded_dtypes=INTERPRETER_EXCLUDED_DTYPES if interpreter else (),
-        max_configs=config.max_configs,
-        seed=config.seed,
-        device_model=facts.model,
-        toolchain=toolchain,
-        target=execution.target,
-    )
+    request = plan_request(config, interpreter, facts.model, toolchain, execution.target)
     planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
     resumed = resume_plan(config.out, planned, bench_settings(execution)) if config.resume else ResumePlan(list(planned))

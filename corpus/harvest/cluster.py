@@ -27,12 +27,12 @@ from rich.console import Console
 from rich.table import Table
 
 from corpus.harvest.app import (
-    INTERPRETER_EXCLUDED_DTYPES,
     HarvestConfig,
     HarvestError,
     HarvestOutcome,
     compact_own_files,
     device_facts,
+    plan_request,
     refresh_card,
     resolve_execution,
     versions,
@@ -41,7 +41,7 @@ from corpus.harvest.checks import check_dtypes, check_plan, load_families, probe
 from corpus.harvest.compile_worker import CompileOutcome, CompileTask
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.identity import toolchain_fingerprint
-from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs
+from corpus.harvest.plan import PlannedRun, plan_runs
 from corpus.harvest.report import print_plan
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import CompilePool, Execution, Harvester, HarvestTotals, bench_settings
@@ -333,16 +333,7 @@ def _harvest(
             f"--ray: lanes differ ({', '.join(sorted(models))}; {len(toolchains)} toolchain(s)); harvest each model and toolchain separately"
         )
     first = lanes[0]
-    request = PlanRequest(
-        scale=config.scale,
-        dtypes=config.dtypes or None,
-        excluded_dtypes=INTERPRETER_EXCLUDED_DTYPES if interpreter else (),
-        max_configs=config.max_configs,
-        seed=config.seed,
-        device_model=first.model,
-        toolchain=first.toolchain,
-        target=first.execution.target,
-    )
+    request = plan_request(config, interpreter, first.model, first.toolchain, first.execution.target)
     planned = plan_runs(specs, request)
     check_plan(planned, why_empty=[], allow_empty=config.allow_empty)
     settings = bench_settings(first.execution)

@@ -21,6 +21,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from tests.conftest import harvest_tiny
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 EXPLORE = NOTEBOOKS / "01_explore_dataset.ipynb"
 COST_MODEL = NOTEBOOKS / "02_cost_model.ipynb"
@@ -35,16 +37,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
     prebuilt = os.environ.get("KERNEL_CORPUS_NOTEBOOK_TEST_DATASET")
     if prebuilt:
         return prebuilt
-    work = tmp_path_factory.mktemp("notebook-harvest")
-    out = work / "dataset"
-    command = [
-        sys.executable, "-m", "corpus.harvest", "--scale", "tiny", "--max-configs", "3",
-        "--dtypes", "float32", "--families", ",".join(HARVEST_FAMILIES), "--out", str(out),
-    ]  # fmt: skip
-    done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"tiny harvest failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return str(out)
+    return harvest_tiny(tmp_path_factory.mktemp("notebook-harvest") / "dataset", HARVEST_FAMILIES, 3)
 
 
 def execute(path: Path) -> nbformat.NotebookNode:

@@ -7,12 +7,12 @@ directory so the package it runs is the installed one.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from tests.conftest import harvest_tiny
 
 # Small graph batches: one intra-op thread is several times faster on a shared 2-core runner.
 torch.set_num_threads(1)
@@ -31,15 +31,7 @@ def harvested(tmp_path_factory: pytest.TempPathFactory) -> str:
     prebuilt = os.environ.get("KERNEL_CORPUS_TRAIN_TEST_DATASET")
     if prebuilt:
         return prebuilt
-    work = tmp_path_factory.mktemp("train-harvest")
-    out = work / "dataset"
-    command = [
-        sys.executable, "-m", "corpus.harvest", "--scale", "tiny", "--max-configs", "4",
-        "--dtypes", "float32", "--families", ",".join(HARVEST_FAMILIES), "--out", str(out),
-    ]  # fmt: skip
-    done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"tiny harvest failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    out = harvest_tiny(tmp_path_factory.mktemp("train-harvest") / "dataset", HARVEST_FAMILIES, 4)
     assert (Path(out) / "ir_nodes").is_dir(), "the harvest wrote no IR graphs"
     return str(out)
 
