@@ -33,6 +33,7 @@ from corpus.harvest.runner import (
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environment
 from corpus.harvest.timing import l2_flush_bytes
+from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
 from schemas.card import write_card
 from schemas.compact import compact
 from schemas.enums import DEVICE_INTERPRETER, Timer
@@ -40,8 +41,6 @@ from schemas.errors import DatasetError
 from schemas.machine import machine_label
 
 DEFAULT_IR_TARGET = "sm_90"
-INTERPRETER_EXCLUDED_DTYPES = ("bfloat16",)
-"""Triton's interpreter computes bfloat16 through NumPy, which has no bfloat16."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
-from corpus.suite.spec import SCALES
+from corpus.suite.spec import SCALES, interpreter_dtypes
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def run_check(command: CheckCommand, console: Console) -> bool:
 
 
 def _check(command: CheckCommand, console: Console) -> bool:
-    from corpus.suite.check import INTERPRETER_DTYPES, check_suite
+    from corpus.suite.check import check_suite
     from corpus.suite.report import check_table
 
     specs = select(load_suite(command.suites), command.names)
@@ -168,7 +168,9 @@ def _check(command: CheckCommand, console: Console) -> bool:
             "run the check in a fresh process (or set TRITON_INTERPRET=1 before importing them)"
         )
     broken = _contract(specs, console)
-    dtypes = INTERPRETER_DTYPES if command.device == "cpu" else None
+    dtypes = None
+    if command.device == "cpu":  # the harvest's rule: everything the interpreter can compute
+        dtypes = sorted({d for spec in specs.values() for d in interpreter_dtypes(spec)})
     results = check_suite(
         specs,
         command.scale,

@@ -17,9 +17,6 @@ from typing import Any
 from corpus.suite.spec import Config, KernelSpec, shape_name
 from corpus.suite.verify import checked_launch
 
-INTERPRETER_DTYPES: tuple[str, ...] = ("float32", "float16")
-"""Dtypes the Triton interpreter computes correctly (its bfloat16 arithmetic is broken)."""
-
 
 @dataclass(frozen=True)
 class CheckCase:

@@ -117,6 +117,16 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, n))))
 
 
+INTERPRETER_EXCLUDED_DTYPES: tuple[str, ...] = ("bfloat16",)
+"""Dtypes Triton's CPU interpreter cannot compute (it computes through NumPy, which has no
+bfloat16): the harvest skips them on the interpreter and ``suite check --device cpu`` does too."""
+
+
+def interpreter_dtypes(spec: KernelSpec) -> list[str]:
+    """The family's dtypes the interpreter can run."""
+    return [d for d in spec.dtypes if d not in INTERPRETER_EXCLUDED_DTYPES]
+
+
 DEFAULT_TOLERANCES: Mapping[str, tuple[float, float]] = {
     "float32": (1e-4, 1e-4),
     "float16": (1e-2, 1e-2),

@@ -17,8 +17,7 @@ import pytest
 import torch
 
 from corpus.harvest.plan import launch_grid
-from corpus.suite.check import INTERPRETER_DTYPES
-from corpus.suite.spec import CATEGORIES, SCALES, KernelSpec, shape_name
+from corpus.suite.spec import CATEGORIES, SCALES, KernelSpec, interpreter_dtypes, shape_name
 from schemas.enums import ROLES, Role
 
 from .conftest import SUITE_REPORT
@@ -37,7 +36,7 @@ def test_declares_the_contract(specs: dict[str, KernelSpec], family: str) -> Non
     spec = specs[family]
     assert spec.category in CATEGORIES
     assert spec.dtypes, "no dtypes"
-    assert set(spec.dtypes) & set(INTERPRETER_DTYPES), (
+    assert interpreter_dtypes(spec), (
         "needs float32 or float16 for the interpreter tests"
     )
     for scale in SCALES:
@@ -164,7 +163,7 @@ def test_grid_depends_on_dims_config_and_scalars_only(
     (a persistent kernel's program count is the device's SM count), never on tensors: meta
     and real tensors with the same scalars bind the same grid for every config."""
     spec = specs[family]
-    dtype = next(d for d in spec.dtypes if d in INTERPRETER_DTYPES)
+    dtype = interpreter_dtypes(spec)[0]
     compared = 0
     for dims in spec.shapes_for("tiny"):
         meta = spec.make_inputs(dims, dtype, "meta", seed=0)
@@ -194,7 +193,7 @@ def test_device_dependent_scalars_are_the_known_ones(
     """Scalar inputs that differ between meta and CPU inputs make the planned grid differ from
     the launched one; the harvest then records the launched grid. Only these do so today."""
     spec = specs[family]
-    dtype = next(d for d in spec.dtypes if d in INTERPRETER_DTYPES)
+    dtype = interpreter_dtypes(spec)[0]
     dims = spec.shapes_for("tiny")[0]
     meta = spec.make_inputs(dims, dtype, "meta", seed=0)
     real = spec.make_inputs(dims, dtype, "cpu", seed=0)
@@ -249,7 +248,7 @@ def test_tiny_configs_match_reference_in_interpreter(
         (shape_name(dims), dtype)
         for dims in spec.shapes_for("tiny")
         for dtype in spec.dtypes
-        if dtype in INTERPRETER_DTYPES
+        if dtype in interpreter_dtypes(spec)
     }
     checked_defaults = {(r["shape"], r["dtype"]) for r in results if r["is_default"]}
     assert checked_defaults == expected_defaults, (
