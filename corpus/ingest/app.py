@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,8 @@ from corpus.ingest.helion import helion_runs
 from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import ImportedRun, imported_rows
 from corpus.ingest.tritonparse import autotune_runs, graphs_of, read_trace
-from corpus.run_writer import RunWriter
+from corpus.run_writer import RunWriter, probe_dataset
+from schemas.errors import DatasetError
 
 FORMATS = ("helion", "tritonparse")
 
@@ -35,8 +37,10 @@ class IngestSummary:
     ir_graphs: int = 0
     kernels: int = 0
     repeats: int = 0
-    """Runs of this log with the run id of an earlier one of the same log (a tuning served from
-    the cache after the same key was tuned): not written, the first one stands."""
+    """Runs of this log with the run id of an earlier one of the same log: a tuning served from
+    the cache after the same key was tuned (no measurements: not written, the first one
+    stands), or the same thing tuned again (written under a harvest_id of its own, so both
+    tunings' measurements are kept)."""
     problems: Problems = field(default_factory=Problems)
 
     def lines(self, out: str) -> list[str]:
@@ -46,7 +50,8 @@ class IngestSummary:
         ]
         if self.repeats:
             text.append(
-                f"{self.repeats} run(s) repeat an earlier run of this log (cache hits of a tuned key): not written"
+                f"{self.repeats} run(s) repeat an earlier run of this log (cache hits of a tuned key are "
+                "not written; tunings done again are, each under its own harvest_id)"
             )
         if self.problems.total:
             text.append(f"skipped {self.problems.total} record(s):")
@@ -57,12 +62,44 @@ class IngestSummary:
 
 
 def _check(config: IngestConfig) -> None:
+    """Refuse what cannot be imported before anything is read or written: an unknown format,
+    missing or non-UTF-8 inputs, an ``--out`` that cannot take the dataset."""
     if config.format not in FORMATS:
         raise IngestError(f"unknown format {config.format!r}; expected one of {', '.join(FORMATS)}")
     if not config.log.is_file():
         raise FileNotFoundError(f"no such {config.format} log: {config.log}")
     if config.meta is not None and not config.meta.is_file():
         raise FileNotFoundError(f"no such Helion metadata file: {config.meta}")
+    inputs = [config.log]
+    if config.format == "helion":
+        inputs += [config.meta or config.log.with_suffix(".meta.jsonl"), config.log.with_suffix(".sources.csv")]
+    for path in inputs:
+        if path.is_file():
+            _check_utf8(path)
+    try:
+        probe_dataset(config.out)
+    except DatasetError as exc:
+        raise IngestError(f"--out {exc}") from None
+
+
+def _check_utf8(path: Path, chunk_bytes: int = 1 << 20) -> None:
+    """Refuse, naming the file and the byte, a log that is not UTF-8 text (both tools write
+    UTF-8; anything else is the wrong file or a damaged one)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with path.open("rb") as handle:
+        while True:
+            chunk = handle.read(chunk_bytes)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                raise IngestError(
+                    f"{path}: not UTF-8 text (byte {offset + exc.start} is {chunk[exc.start:exc.start + 1]!r}); "
+                    "expected the tool's log as it wrote it"
+                ) from None
+            if not chunk:
+                return
+            offset += len(chunk)
 
 
 def ingest(config: IngestConfig) -> IngestSummary:
@@ -89,9 +126,12 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     written: set[str] = set()
     for run in runs:
         rows = imported_rows(run, harvest_id, now())
-        if rows.run["run_id"] in written:  # e.g. a cache hit of a key the log tuned before
+        if rows.run["run_id"] in written:
             summary.repeats += 1
-            continue
+            if not rows.measurements:  # a cache hit of a key the log tuned before
+                continue
+            # the same thing tuned again: its own measurements, under a harvest_id of its own
+            rows = imported_rows(run, uuid.uuid4().hex[:16], now())
         written.add(rows.run["run_id"])
         sink.write(rows)
         summary.runs += 1

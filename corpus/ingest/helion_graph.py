@@ -1,15 +1,20 @@
 """Helion's device IR (a node-link graph of torch.fx graphs) as an IR graph of level
 ``helion_fx``, in the same ``ir_graphs`` / ``ir_nodes`` / ``ir_edges`` tables as TTIR/TTGIR.
 
-Format read: the ``ir_graph`` record of Helion's ``.meta.jsonl`` with ``schema_version`` 1
-(nodes ``g<graph>:<name>`` with ``op_kind``, ``target``, ``dtype``, ``concrete_shape``,
+Format read: the ``ir_graph`` record of Helion's ``.meta.jsonl`` as Helion 1.4/1.5 writes it
+(``helion/autotuner/_metadata/ir_features.py``: a networkx node-link graph; nodes
+``g<graph>:<name>`` with ``op_kind``, ``target``, ``dtype``, ``concrete_shape``,
 ``lowering_class``, ...; edges with ``edge_kind`` ``data`` (``arg_positions``) or ``region``).
+Helion's record carries no version field; one that does is read the same way, and a record
+that is not such a graph is refused naming what is missing.
 
 Mapping, where our columns have an equivalent:
 
 - fx ``placeholder`` nodes are ``block_arg`` nodes (the inputs of a graph, like a region's
-  block arguments); every other node is an ``op`` named by its ``target``; ``dialect`` is the
-  target's namespace (``aten``, ``helion``, ``_operator``, ...);
+  block arguments); every other node is an ``op`` named by its ``target``, with the repr of a
+  torch op normalized to its qualified name (``torch._ops.aten.aten::sum.dim_IntList`` ->
+  ``aten.sum.dim_IntList``); ``dialect`` is the name's namespace (``aten``, ``helion``,
+  ``_operator``, ...);
 - the graphs nest: a graph whose placeholders receive region edges belongs to the control-flow
   node (``_for_loop``, ``_if``, ``_while_loop``) that consumes the same values; its nodes get
   that node as ``parent_id`` and one more ``depth``. Root graphs are at depth 1;
@@ -34,9 +39,6 @@ from typing import Any
 from extract.graph import Edge, IrGraph, Node
 from schemas.enums import EdgeKind, Level, NodeKind
 from schemas.identity import canonical_json, ir_id
-
-FORMAT_VERSION = 1
-"""The ``ir_graph.schema_version`` this mapping reads."""
 
 _DTYPES = {
     "torch.float16": ("f16", 16), "torch.bfloat16": ("bf16", 16), "torch.float32": ("f32", 32),
@@ -63,6 +65,16 @@ _LINE = re.compile(r":(\d+)(?::(\d+))?\s*$|line (\d+)")
 
 class HelionGraphError(ValueError):
     """The record is not a Helion device-IR graph this code can read."""
+
+
+def op_name(target: str) -> str:
+    """The qualified name of an fx target as Helion logs it: a torch op's repr
+    ``torch._ops.aten.aten::sum.dim_IntList`` -> ``aten.sum.dim_IntList`` (the name
+    ``torch.ops`` and profilers use); other targets unchanged."""
+    head, sep, tail = target.partition("::")
+    if not sep:
+        return target
+    return f"{head.rsplit('.', 1)[-1]}.{tail}"
 
 
 def _leaf(target: str) -> str:
@@ -137,16 +149,17 @@ def helion_graph(
     record: Mapping[str, Any], *, entry_name: str, target: str | None, triton_version: str
 ) -> IrGraph:
     """The ``ir_graph`` record of a Helion run as an :class:`~extract.graph.IrGraph`."""
-    version = record.get("schema_version", 0)
-    if version != FORMAT_VERSION:
-        raise HelionGraphError(
-            f"ir_graph schema_version {version} (this importer reads {FORMAT_VERSION})"
-        )
     try:
-        nodes = list(record["nodes"])
+        nodes = [{**n, "target": op_name(str(n.get("target", "")))} for n in record["nodes"]]
         edges = list(record["edges"])
-    except (KeyError, TypeError) as exc:
-        raise HelionGraphError(f"ir_graph is not a node-link graph ({exc})") from exc
+        known = {str(n["id"]) for n in nodes}
+        dangling = [e for e in edges if str(e["source"]) not in known or str(e["target"]) not in known]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise HelionGraphError(f"ir_graph is not a node-link graph (missing {exc})") from exc
+    if dangling:
+        raise HelionGraphError(
+            f"ir_graph edge {dangling[0].get('source')} -> {dangling[0].get('target')} names a node it does not hold"
+        )
     layout = _Layout(nodes, edges)
     placeholders: dict[Any, list[str]] = defaultdict(list)
     for node in nodes:

@@ -44,6 +44,8 @@ class ImportedConfig:
     ttgir_id: str | None = None
     launch: str | None = None
     source_ref: str | None = None
+    same_binary_as: str | None = None
+    """Our config_id of the config whose identical code the tool timed instead of this one."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ def _measurement(
         {name: imported.timing_ms[name] for name in TIMING_QUANTILES if name in imported.timing_ms}
     )
     row["source_ref"] = imported.source_ref
+    if imported.same_binary_as is not None:
+        row["same_binary_as"] = imported.same_binary_as
     if imported.launch is not None:
         row["launch"] = imported.launch
     return row
