@@ -17,6 +17,7 @@ from extract.commands import (
     describe,
 )
 from extract.graph import IrParseError
+from extract.kernel_args import split_signature
 
 
 def _describe_parser() -> argparse.ArgumentParser:
@@ -44,15 +45,18 @@ def _compile_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "kernel",
         help="path/to/file.py:KERNEL or package.module:KERNEL (a @triton.jit function, possibly "
-        "wrapped by @triton.autotune / @triton.heuristics)",
+        "wrapped by @triton.autotune / @triton.heuristics or any wrapper holding it as .fn, "
+        "such as flag-gems' @libentry())",
     )
     parser.add_argument(
         "--signature",
         required=True,
         help="comma-separated types of the non-constexpr parameters, positional or NAME:TYPE, "
-        "e.g. '*fp16,*fp16,*fp16,i32:16' (':16' divisible by 16, ':1' equal to 1). Types: "
+        "e.g. '*fp16,*fp16,*fp16,i32:16' (':16' divisible by 16, ':1' equal to 1; 'N:i32=4096' "
+        "gives the value a launch passes, which @triton.heuristics read). Types: "
         "i1 i8 i16 i32 i64 u1 u8 u16 u32 u64 fp8e4nv fp8e5 fp8e4b15 fp8e4b8 fp8e5b16 fp16 bf16 "
-        "fp32 fp64, '*TYPE' for pointers",
+        "fp32 fp64, '*TYPE' for pointers, 'tensordesc<fp16[64,64]>' for a TensorDescriptor "
+        "(element type and block shape)",
     )
     parser.add_argument(
         "--constexpr",
@@ -101,7 +105,7 @@ def _main(argv: list[str]) -> int:
             pairs.append((name.strip(), value.strip()))
         config = CompileConfig(
             kernel=args.kernel,
-            signature=tuple(args.signature.split(",")),
+            signature=tuple(split_signature(args.signature)),
             constexprs=tuple(pairs),
             target=args.target,
             num_warps=args.num_warps,

@@ -112,6 +112,8 @@ def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> list[Com
     line per file written. Bad arguments raise ``ValueError`` before anything compiles."""
     out = out or sys.stdout
     kernel = load_kernel(config.kernel)
+    if len(kernel.wrappers) > 0:
+        out.write(f"{kernel.name}: unwrapped {' -> '.join(kernel.wrappers)} -> JITFunction\n")
     constexprs = dict(config.constexprs)
     if config.all_configs:
         if not kernel.configs:
@@ -133,6 +135,9 @@ def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> list[Com
             "num_ctas": config.num_ctas,
         }
         options.update(prepared.options)
+        if prepared.heuristics:
+            chosen = ", ".join(f"{k}={v}" for k, v in prepared.heuristics.items())
+            out.write(f"{kernel.name}: @triton.heuristics chose {chosen}\n")
         try:
             result = compile_call(
                 kernel.fn, prepared.args, target=config.target, types=prepared.types, **options

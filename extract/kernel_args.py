@@ -1,14 +1,24 @@
 """Turn command-line words (``--signature``, ``--constexpr``) into the arguments of one compile.
 
 A signature entry is ``TYPE`` (positional over the kernel's runtime parameters) or
-``NAME:TYPE``. ``TYPE`` is one of Triton's scalar words (:data:`SCALAR_TYPES`), or ``*`` and
-one of them for a pointer; integer types take a specialization hint as in Triton's AOT tool:
-``i32:16`` (divisible by 16), ``i32:1`` (equal to 1). Constexpr values are ``True``/``False``,
-integers, floats, Triton dtypes (``tl.float32``) or, failing those, strings.
+``NAME:TYPE``. ``TYPE`` is one of Triton's scalar words (:data:`SCALAR_TYPES`), ``*`` and
+one of them for a pointer, or ``tensordesc<fp16[64,64]>`` for a host ``TensorDescriptor``
+(element type and block shape). Integer types take a specialization hint as in Triton's AOT
+tool: ``i32:16`` (divisible by 16), ``i32:1`` (equal to 1), or a value: ``N:i32=4096`` -- the
+value a launch would pass, which ``@triton.heuristics`` read (Triton specializes it as it
+would at launch). Entries are separated by commas outside brackets. Constexpr values are
+``True``/``False``, integers, floats, Triton dtypes (``tl.float32``) or, failing those,
+strings.
+
+Heuristics are evaluated on the values given (``--constexpr``, ``=VALUE`` in the signature,
+the autotune config, earlier heuristics, pointer arguments' dtypes); one that reads a value
+nobody gave is an error naming it. A heuristic for ``num_warps`` / ``num_stages`` /
+``num_ctas`` / ``maxnreg`` sets that compile option, as at launch.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +27,14 @@ import triton.language as tl
 
 from extract.kernel_loading import LoadedKernel
 
-__all__ = ["SCALAR_TYPES", "CompileArgs", "compile_args", "constexpr_value", "parse_type"]
+__all__ = [
+    "SCALAR_TYPES",
+    "CompileArgs",
+    "compile_args",
+    "constexpr_value",
+    "parse_type",
+    "split_signature",
+]
 
 INTEGER_TYPES = ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64")
 FP8_TYPES = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
@@ -38,18 +55,43 @@ the right one (the compiled type comes from the signature word either way)."""
 
 _HINTS = {"16": 16, "1": 1}
 _PLAIN_INT = 3  # neither divisible by 16 nor equal to 1: the JIT specializes nothing
+_DESCRIPTOR = re.compile(r"^tensordesc<(\w+)\[([\d,\s]+)\]>$")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+"""Names a ``@triton.heuristics`` may set that are compile options, not kernel arguments."""
 
 
 @dataclass(frozen=True)
 class ParsedType:
-    """One validated signature type: ``word`` ('*fp16', 'i64') and its integer hint."""
+    """One validated signature type: ``word`` ('*fp16', 'i64', 'tensordesc<fp16[64,64]>'),
+    its integer hint, the value given with ``=VALUE``, a descriptor's block shape."""
 
     word: str
     hint: int | None = None
+    value: Any = None
+    block_shape: tuple[int, ...] | None = None
 
     @property
     def is_pointer(self) -> bool:
         return self.word.startswith("*")
+
+    @property
+    def is_descriptor(self) -> bool:
+        return self.block_shape is not None
+
+
+def split_signature(text: str) -> list[str]:
+    """``--signature`` entries: split at commas outside ``<...>`` and ``[...]``."""
+    entries, depth, current = [], 0, []
+    for char in text:
+        depth += char in "<["
+        depth -= char in ">]"
+        if char == "," and depth == 0:
+            entries.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    entries.append("".join(current))
+    return entries
 
 
 def _valid_words() -> str:
@@ -59,8 +101,30 @@ def _valid_words() -> str:
 
 
 def parse_type(text: str, entry: str) -> ParsedType:
-    """Validate a signature type such as ``*fp16``, ``i64:16`` or ``bf16``; ``entry`` (the
-    whole ``--signature`` entry) is named in the error."""
+    """Validate a signature type such as ``*fp16``, ``i64:16``, ``i32=4096``, ``bf16`` or
+    ``tensordesc<fp16[64,64]>``; ``entry`` (the whole ``--signature`` entry) is named in the
+    error."""
+    text, eq, value_text = text.strip().partition("=")
+    descriptor = _DESCRIPTOR.match(text.replace(" ", ""))
+    if descriptor is not None and not eq:
+        element, dims = descriptor.groups()
+        if element not in SCALAR_TYPES:
+            raise ValueError(
+                f"unknown element type {element!r} in --signature entry {entry!r}; valid types: {_valid_words()}"
+            )
+        shape = tuple(int(d) for d in dims.split(",") if d.strip())
+        return ParsedType(f"tensordesc<{element}[{','.join(map(str, shape))}]>", block_shape=shape)
+    if eq:
+        parsed = parse_type(text, entry)
+        if parsed.is_pointer or parsed.is_descriptor or parsed.hint is not None:
+            raise ValueError(
+                f"--signature entry {entry!r}: only a scalar type without hint takes '=VALUE'"
+            )
+        try:
+            value = (float if parsed.word in FLOAT_TYPES else int)(value_text)
+        except ValueError:
+            raise ValueError(f"--signature entry {entry!r}: {value_text!r} is not a {parsed.word} value") from None
+        return ParsedType(parsed.word, value=value)
     base, sep, hint_text = text.strip().partition(":")
     scalar = base[1:] if base.startswith("*") else base
     if scalar not in SCALAR_TYPES:
@@ -103,6 +167,14 @@ def constexpr_value(text: str) -> Any:
 def _example_value(parsed: ParsedType) -> Any:
     import torch
 
+    if parsed.value is not None:
+        return parsed.value
+    if parsed.is_descriptor:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        dtype = getattr(torch, _TORCH_DTYPES.get(parsed.word[len("tensordesc<"):].split("[")[0], "int8"))
+        base = torch.empty(parsed.block_shape, dtype=dtype, device="meta")  # type: ignore[arg-type]
+        return TensorDescriptor.from_tensor(base, list(parsed.block_shape))  # type: ignore[arg-type]
     if parsed.is_pointer:
         dtype = getattr(torch, _TORCH_DTYPES.get(parsed.word[1:], "int8"), torch.int8)
         return torch.empty(16, dtype=dtype, device="meta")
@@ -122,6 +194,8 @@ class CompileArgs:
     args: dict[str, Any]
     types: dict[str, str]
     options: dict[str, int] = field(default_factory=dict)
+    heuristics: dict[str, Any] = field(default_factory=dict)
+    """What the kernel's ``@triton.heuristics`` chose (launch options among them)."""
 
 
 def _runtime_types(fn: Any, signature: Sequence[str]) -> dict[str, ParsedType]:
@@ -170,19 +244,41 @@ def _check_constexpr_names(kernel: LoadedKernel, constexprs: Mapping[str, str]) 
         )
 
 
-def _apply_heuristics(kernel: LoadedKernel, args: dict[str, Any], fixed: set[str]) -> None:
-    """Evaluate ``@triton.heuristics`` for meta-parameters nobody set, as the launch would:
-    each function sees every argument known so far."""
+def _apply_heuristics(
+    kernel: LoadedKernel, args: dict[str, Any], given: set[str], fixed: set[str]
+) -> dict[str, Any]:
+    """Evaluate ``@triton.heuristics`` for what nobody set, as the launch would, on the values
+    given (``given``: names whose value in ``args`` is real, not a placeholder). Returns what
+    they chose (launch options among them); a heuristic that reads a value nobody gave is an
+    error naming that value."""
+    chosen: dict[str, Any] = {}
     for name, heuristic in kernel.heuristics:
         if name in fixed:
             continue
+        visible = {k: v for k, v in args.items() if k in given}
         try:
-            args[name] = heuristic(dict(args))
+            value = heuristic(visible)
+        except KeyError as exc:
+            needed = exc.args[0] if exc.args else "?"
+            how = (
+                f"--constexpr {needed}=VALUE"
+                if any(p.name == needed and p.is_constexpr for p in kernel.fn.params)
+                else f"--signature {needed}:TYPE=VALUE"
+            )
+            raise ValueError(
+                f"the @triton.heuristics value of {name} reads {needed}, which has no value: give it "
+                f"({how}), or set {name} itself with --constexpr {name}=VALUE"
+            ) from exc
         except Exception as exc:
             raise ValueError(
-                f"the @triton.heuristics value of {name} failed on the example arguments "
+                f"the @triton.heuristics value of {name} failed on the values given "
                 f"({type(exc).__name__}: {exc}); give it with --constexpr {name}=VALUE"
             ) from exc
+        chosen[name] = value
+        if name not in LAUNCH_OPTIONS:
+            args[name] = value
+            given.add(name)
+    return chosen
 
 
 def compile_args(
@@ -201,15 +297,16 @@ def compile_args(
     _check_constexpr_names(kernel, constexprs)
     types = _runtime_types(fn, signature)
     args: dict[str, Any] = {name: _example_value(parsed) for name, parsed in types.items()}
+    given = {n for n, p in types.items() if p.value is not None or p.is_pointer or p.is_descriptor}
     args.update({name: constexpr_value(text) for name, text in constexprs.items()})
     options: dict[str, int] = {}
     if config is not None:
         args.update({k: v for k, v in config.kwargs.items() if k not in constexprs})
-        options = {
-            k: getattr(config, k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
-        }
+        options = {k: getattr(config, k) for k in LAUNCH_OPTIONS}
         options = {k: v for k, v in options.items() if v is not None}
-    _apply_heuristics(kernel, args, set(constexprs) | set(getattr(config, "kwargs", {})))
+    fixed = set(constexprs) | set(getattr(config, "kwargs", {}))
+    chosen = _apply_heuristics(kernel, args, given | fixed, fixed | set(options))
+    options.update({k: int(v) for k, v in chosen.items() if k in LAUNCH_OPTIONS})
     for param in fn.params:
         if param.name not in args and param.is_constexpr and param.has_default:
             args[param.name] = param.default
@@ -217,7 +314,8 @@ def compile_args(
     if missing:
         raise ValueError(_missing_message(kernel, missing))
     ordered = {name: args[name] for name in fn.arg_names}  # extra heuristic outputs dropped
-    return CompileArgs(ordered, {name: parsed.word for name, parsed in types.items()}, options)
+    words = {name: parsed.word for name, parsed in types.items() if not parsed.is_descriptor}
+    return CompileArgs(ordered, words, options, chosen)
 
 
 def _missing_message(kernel: LoadedKernel, missing: list[str]) -> str:

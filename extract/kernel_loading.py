@@ -4,7 +4,9 @@
 lives inside a package (its directory has ``__init__.py``) is imported under its dotted
 package name, so package-relative imports (``from .utils import ...``) work as they do in the
 project it came from. ``@triton.autotune`` and ``@triton.heuristics`` wrappers are unwrapped
-to the jitted function; their configs and heuristics are kept for the caller.
+to the jitted function; their configs and heuristics are kept for the caller. Any other
+wrapper that holds the wrapped kernel as ``.fn`` (flag-gems' ``@libentry()``, ...) is seen
+through too, and named in ``LoadedKernel.wrappers``.
 """
 
 from __future__ import annotations
@@ -40,26 +42,35 @@ class LoadedKernel:
     name: str
     configs: tuple[Any, ...] = ()
     heuristics: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = ()
+    wrappers: tuple[str, ...] = ()
+    """Type names of the wrappers seen through, outermost first (e.g. LibEntry, Heuristics)."""
 
 
 def unwrap(obj: Any, name: str = "kernel") -> LoadedKernel:
-    """See through ``Autotuner`` / ``Heuristics`` wrappers (in any order and depth) to the
-    ``JITFunction``; refuse anything that is not a Triton kernel."""
+    """See through wrappers (in any order and depth) to the ``JITFunction``: ``Autotuner`` and
+    ``Heuristics``, whose configs and heuristics are kept, and any other object that holds the
+    wrapped kernel as ``.fn``. Refuse anything that is not a Triton kernel."""
     configs: tuple[Any, ...] = ()
     heuristics: list[tuple[str, Callable[[dict[str, Any]], Any]]] = []
-    current = obj
+    wrappers: list[str] = []
+    current, seen = obj, set()
     while not isinstance(current, JITFunction):
+        if id(current) in seen or not hasattr(current, "fn"):
+            raise KernelLoadError(
+                f"{name} is a {type(current).__name__}, not a @triton.jit function (nor a wrapper "
+                "of one: @triton.autotune, @triton.heuristics, or any object holding it as .fn)"
+                + (f"; seen through: {' -> '.join(wrappers)}" if wrappers else "")
+            )
+        seen.add(id(current))
+        wrappers.append(type(current).__name__)
         if isinstance(current, Autotuner):
             configs = configs or tuple(current.configs)
         elif isinstance(current, Heuristics):
             heuristics.extend(current.values.items())
-        else:
-            raise KernelLoadError(
-                f"{name} is a {type(current).__name__}, not a @triton.jit function "
-                "(nor one wrapped by @triton.autotune / @triton.heuristics)"
-            )
         current = current.fn
-    return LoadedKernel(fn=current, name=name, configs=configs, heuristics=tuple(heuristics))
+    return LoadedKernel(
+        fn=current, name=name, configs=configs, heuristics=tuple(heuristics), wrappers=tuple(wrappers)
+    )
 
 
 def load_kernel(spec: str) -> LoadedKernel:

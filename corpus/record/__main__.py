@@ -43,10 +43,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--" not in argv:
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = _parser().parse_args(argv[:split])  # --help prints help here, with or without '--'
+    if split == len(argv):
         _parser().error("give the workload after '--', e.g. -- python workload.py")
-    split = argv.index("--")
-    args = _parser().parse_args(argv[:split])
     try:
         command = RecordCommand(
             options=RecordOptions(

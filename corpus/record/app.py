@@ -9,7 +9,9 @@ from typing import TextIO
 from corpus.harvest.settings import interpreter_selected, select_interpreter
 from corpus.record.recorder import Recorder, RecordError, RecordOptions, RecordSummary
 from corpus.record.workload import Workload, run_workload
+from corpus.run_writer import probe_dataset
 from extract.versions import interpreter_defect
+from schemas.errors import DatasetError
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,12 @@ def format_summary(out: str, summary: RecordSummary) -> str:
             f"autotune cache hits: {summary.cache_hits} from Triton's disk cache (runs without "
             f"measurements), {summary.cache_hits_in_memory} already tuned in this process (not recorded)"
         )
+    if summary.configs_without_ir:
+        lines.append(
+            f"{summary.configs_without_ir} measured config(s) without IR graphs (stats_note says why), e.g.:"
+        )
+        lines += [f"  {example}" for example in summary.without_ir]
+    lines += [f"tuning failed (the autotuned call raised): {failure}" for failure in summary.failed_tunings]
     lines += [f"not recorded: {failure}" for failure in summary.failures]
     return "\n".join(lines) + "\n"
 
@@ -63,6 +71,10 @@ def record_workload(command: RecordCommand, out: TextIO | None = None) -> int:
     """Run the workload under the recorder; returns the workload's exit status. An interrupt
     (Ctrl-C) leaves every finished tuning committed and is re-raised."""
     out = out or sys.stderr
+    try:  # before anything else: a bad --out must not cost the whole workload
+        probe_dataset(command.options.out)
+    except DatasetError as exc:
+        raise RecordError(f"--out {exc}") from None
     choose_device(command.device)
     recorder = Recorder(command.options)
     try:

@@ -40,15 +40,26 @@ class RecordCompileTask:
 
 def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """The call's arguments with tensors replaced by meta tensors (no data crosses the pipe;
-    the compiler reads only dtype and pointer alignment, and a meta tensor is aligned)."""
+    the compiler reads only dtype and pointer alignment, and a meta tensor is aligned), also
+    the base tensors of ``TensorDescriptor`` arguments."""
+    import copy
+
     import torch
 
-    return {
-        name: torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
-        if torch.is_tensor(v)
-        else v
-        for name, v in args.items()
-    }
+    from corpus.record.replay import is_descriptor
+
+    def portable(value: Any) -> Any:
+        if torch.is_tensor(value):
+            return torch.empty_strided(
+                tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta"
+            )
+        if is_descriptor(value):
+            twin = copy.copy(value)
+            twin.base = portable(value.base)
+            return twin
+        return value
+
+    return {name: portable(v) for name, v in args.items()}
 
 
 class RecordCompileHandler:

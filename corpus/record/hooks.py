@@ -176,6 +176,8 @@ class TritonHooks:
         workload compiled."""
         self.cache_hits_in_memory = 0
         """Tuned calls served from the autotuner's in-memory cache (no event, nothing written)."""
+        self.failed_tunings: list[str] = []
+        """Autotuned calls that raised before their tuning finished (kernel: exception)."""
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[TritonHooks]:
@@ -228,16 +230,23 @@ class TritonHooks:
             supplied = hooks._supply_bench(autotuner)
             stack = _stack()
             stack.append(call)
+            raised: BaseException | None = None
             try:
                 return original_run(autotuner, *args, **kwargs)
+            except BaseException as exc:
+                raised = exc
+                raise
             finally:
                 stack.pop()
                 if supplied:
                     del autotuner.__dict__["do_bench"]
-                if len(autotuner.cache) == keys_before:
-                    hooks.cache_hits_in_memory += len(autotuner.configs) > 1
-                elif not hooks.use_listener:
+                if len(autotuner.cache) > keys_before and not hooks.use_listener:
                     hooks._derive_events(call, keys_before, bench_time_before)
+                elif raised is not None and len(autotuner.configs) > 1:  # not "already tuned"
+                    name = getattr(_jit_function(autotuner), "__name__", "kernel")
+                    hooks.failed_tunings.append(f"{name}: {type(raised).__name__}: {raised}"[:400])
+                elif len(autotuner.cache) == keys_before:
+                    hooks.cache_hits_in_memory += len(autotuner.configs) > 1
 
         return run
 

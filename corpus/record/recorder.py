@@ -27,7 +27,7 @@ from corpus.record.hooks import AutotuneEvent, CpuBench, TritonHooks
 from corpus.record.rows import Compiler, RecordContext, event_rows, kernel_function
 from corpus.run_writer import RunRows, RunWriter
 from schemas import DatasetWriter
-from schemas.enums import Timer
+from schemas.enums import Status, Timer
 
 DEFAULT_IR_TARGET = "sm_90"
 """IR target on the interpreter (the harvest's default too)."""
@@ -77,6 +77,12 @@ class RecordSummary:
     """Launches whose key was already tuned in this process: nothing recorded."""
     failures: list[str] = field(default_factory=list)
     """Events that could not be recorded (the workload went on)."""
+    failed_tunings: list[str] = field(default_factory=list)
+    """Autotuned calls that raised before their tuning finished: nothing to record."""
+    configs_without_ir: int = 0
+    """Measured configs whose IR could not be compiled (their ``stats_note`` says why)."""
+    without_ir: list[str] = field(default_factory=list)
+    """The first few of them: kernel, config and reason."""
     record_s: float = 0.0
     """Seconds spent building and writing rows (compiling IR included), inside the tunings."""
 
@@ -166,6 +172,7 @@ class Recorder:
         assert self._hooks is not None
         self._installed.__exit__(exc_type, exc, tb)
         self.summary.cache_hits_in_memory = self._hooks.cache_hits_in_memory
+        self.summary.failed_tunings = list(self._hooks.failed_tunings)
         for close in self._closers:
             close()
 
@@ -200,10 +207,23 @@ class Recorder:
             )
             return
         self._write(rows)
+        self._count_missing_ir(rows)
         self.summary.runs += 1
         self.summary.measurements += len(rows.measurements)
         self.summary.cache_hits += int(event.cache_hit)
         self.summary.record_s += time.perf_counter() - begin
+
+    def _count_missing_ir(self, rows: RunRows, examples: int = 5) -> None:
+        if self.context.compiler is None:
+            return
+        for row in rows.measurements:
+            if row["status"] == Status.SKIPPED.value or row.get("ttgir_id") is not None:
+                continue
+            self.summary.configs_without_ir += 1
+            if len(self.summary.without_ir) < examples:
+                self.summary.without_ir.append(
+                    f"{rows.kernel['entry_name']} {row.get('launch')}: {row.get('stats_note')}"
+                )
 
     def _write(self, rows: RunRows) -> None:
         before = self.sink.new_graphs

@@ -27,6 +27,7 @@ from corpus.harvest.measure_worker import MeasureOutcome
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import measurement_row, run_row
 from corpus.record.hooks import AutotuneEvent, BenchedConfig
+from corpus.record.replay import HookReplayError, config_arguments, is_descriptor
 from corpus.run_writer import RunRows
 from corpus.suite.spec import Config
 from extract.locations import package_relative, publishable_message
@@ -98,13 +99,26 @@ def argument_signature(jit: Any, args: Mapping[str, Any], tuned: set[str]) -> di
             entry.update(
                 type=triton_type(value), shape=list(value.shape), strides=stride_pattern(value)
             )
+        elif is_descriptor(value):
+            entry.update(descriptor_entry(value))
         else:
             entry["type"] = "constexpr" if name in constexprs else triton_type(value)
-            entry["value"] = (
-                value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
-            )
+            if isinstance(value, (bool, int, float, str)) or value is None:
+                entry["value"] = value  # other objects: their type only (a repr may hold data or addresses)
         entries.append(entry)
     return {"kernel": jit.__name__, "args": entries}
+
+
+def descriptor_entry(desc: Any) -> dict[str, Any]:
+    """A ``TensorDescriptor`` argument in a run's signature: ``tensordesc<DTYPE>``, the
+    described shape and the stride pattern. Its block shape is left out: configs' hooks set it
+    per config (on the caller's own object, so what it holds depends on the config tried last)."""
+    strides = "".join("0" if s == 0 else "1" if s == 1 else "n" for s in desc.strides)
+    return {
+        "type": "tensordesc<" + triton_type(desc.base).removeprefix("*") + ">",
+        "shape": [int(d) for d in desc.shape],
+        "strides": strides,
+    }
 
 
 def as_config(config: Any) -> Config:
@@ -188,13 +202,20 @@ def _compiled(
     compile_times: Mapping[str, float | None],
     event: AutotuneEvent,
     config: Config,
+    triton_config: Any,
 ) -> CompileOutcome:
     """IR graphs, static stats and compile time of one config (an empty outcome without a
-    compiler). A config that does not compile for the target keeps its bench outcome; only its
-    IR is missing, and ``stats_note`` says why."""
+    compiler), compiled with the arguments that config launched with (its hooks replayed on
+    copies, see :mod:`corpus.record.replay`). A config that does not compile for the target
+    keeps its bench outcome; only its IR is missing, and ``stats_note`` says why."""
     if context.compiler is None:
         return CompileOutcome(Status.OK.value)
-    compiled, triton_hash = context.compiler(event.fn, event.args, config)
+    try:
+        args = config_arguments(event.autotuner, triton_config, event.args)
+    except HookReplayError as exc:
+        compiled, triton_hash = CompileOutcome(Status.COMPILE_ERROR.value, str(exc)[:400]), None
+    else:
+        compiled, triton_hash = context.compiler(event.fn, args, config)
     if triton_hash in compile_times:  # the workload's own compile (None: Triton's cache served it)
         compiled.compile_time_s = compile_times[triton_hash]
     if compiled.status != Status.OK.value:
@@ -218,6 +239,7 @@ def event_rows(
     kernel_key = kernel_id(source, entry)
     run = _planned_run(event, context, kernel_key, entry)
     timings = list(event.timings.values())
+    originals = {as_config(c).id: c for c in [*event.autotuner.configs, *event.timings]}
     use_samples = len(event.benched) == len(timings)
     graphs: dict[str, dict[str, pa.Table]] = {}
     measurements: list[dict[str, Any]] = []
@@ -228,7 +250,9 @@ def event_rows(
             )
             continue
         bench = _bench_outcome(timings[index], event.benched[index] if use_samples else None)
-        compiled = _compiled(context, compile_times, event, item.config)
+        compiled = _compiled(
+            context, compile_times, event, item.config, originals.get(item.config.id)
+        )
         graphs.update(compiled.graphs)
         row = measurement_row(run, item, context.harvest_id, context.facts.arch, compiled, bench)
         if not bench.samples_ms and bench.status == Status.OK.value:

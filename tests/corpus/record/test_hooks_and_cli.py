@@ -1,0 +1,85 @@
+"""Per-config hooks replayed before each config's IR compile, TensorDescriptor arguments, failed
+tunings, configs without IR counted, the CLI's --help and --out probe (issues 18 and 19)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corpus.record.__main__ import main
+from schemas import read_table
+from schemas.check import check_dataset
+
+from .conftest import REPO
+
+HERE = Path(__file__).resolve().parent
+
+
+def _record(out: Path, workload: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    command = [sys.executable, "-W", "ignore", "-m", "corpus.record", "--out", str(out), "--rep", "1",
+               "--warmup", "0", *options, "--", sys.executable, str(workload)]  # fmt: skip
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_hooks_are_replayed_per_config_and_failed_tunings_reported(tmp_path: Path) -> None:
+    if importlib.util.find_spec("triton.tools.tensor_descriptor") is None:
+        pytest.skip("this Triton has no host TensorDescriptor")
+    out = tmp_path / "d"
+    done = _record(out, HERE / "hooked_workload.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # desc_copy's pre_hook sets the descriptor's block shape per config: every config's IR
+    # compiles with its own (before: only the config whose shape the last launch left)
+    measurements = read_table(str(out), "measurements").to_pylist()
+    assert len(measurements) == 3
+    assert all(m["status"] == "ok" and m["ttgir_id"] and not m["stats_note"] for m in measurements)
+    assert len({m["ttgir_id"] for m in measurements}) == 3
+    run = read_table(str(out), "runs").to_pylist()[0]
+    assert run["arg_types"] == ["tensordesc<fp32>", "*fp32", "i32"] and run["arg_shapes"][0] == [64]
+    assert "tensor(" not in run["signature_json"]  # no data in the key
+    # broken_hook's tuning raised: reported as failed, not as already tuned
+    assert "tuning failed (the autotuned call raised): broken_hook: RuntimeError" in done.stderr
+    assert "already tuned" not in done.stderr.split("recorded", 1)[1]
+    assert check_dataset(str(out)).ok
+
+
+@pytest.mark.slow
+def test_liger_fused_mlp_records_ir_for_all_32_configs(tmp_path: Path) -> None:
+    pytest.importorskip("liger_kernel", reason="the thirdparty extra (liger-kernel) is not installed")
+    out = tmp_path / "d"
+    done = _record(out, HERE / "liger_mlp.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    measurements = read_table(str(out), "measurements").to_pylist()
+    assert len(measurements) == 32
+    missing = [m["stats_note"] for m in measurements if not m["ttgir_id"]]
+    assert missing == [] and "without IR" not in done.stderr
+    run = read_table(str(out), "runs").to_pylist()[0]
+    assert run["family"] == "_swiglu_kernel_forward_inference"
+    assert run["arg_types"][:4] == ["tensordesc<fp16>"] * 4
+    assert check_dataset(str(out)).ok
+
+
+def test_help_without_the_workload_separator(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0 and "--out" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        main(["--out", "d"])
+    assert exited.value.code == 2 and "give the workload after '--'" in capsys.readouterr().err
+
+
+def test_out_is_probed_before_the_workload_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    marker = tmp_path / "ran"
+    script = tmp_path / "workload.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    assert main(["--out", str(blocker / "d"), "--", sys.executable, str(script)]) == 2
+    assert not marker.exists()  # the workload never started
+    err = capsys.readouterr().err
+    assert "error: --out" in err and "cannot write the dataset there" in err
