@@ -233,12 +233,13 @@ def test_autotuned_kernel_takes_constexprs_from_the_command_line(tmp_path: Path)
 @pytest.mark.parametrize("location", [str(BYOK), BYOK_MODULE])
 def test_heuristics_defaults_and_dtype_constexprs(location: str, tmp_path: Path) -> None:
     """File and module forms both import the package (its relative import resolves); the
-    heuristic computes BLOCK_N, HAS_BIAS takes its default, OUT_DTYPE a tl dtype."""
-    args = ["compile", f"{location}:row_cast_kernel", "--signature", "*fp32,*bf16,i32"]
+    heuristic computes BLOCK_N from the n_cols given, HAS_BIAS takes its default, OUT_DTYPE a
+    tl dtype."""
+    args = ["compile", f"{location}:row_cast_kernel", "--signature", "*fp32,*bf16,n_cols:i32=100"]
     assert main([*args, "--constexpr", "OUT_DTYPE=tl.bfloat16", "--out", str(tmp_path)]) == 0
     ttir = (tmp_path / "row_cast_kernel.ttir").read_text()
-    assert "tt.make_range {end = 16 : i32" in ttir  # block_for(3) of the example n_cols
-    assert "arith.truncf" in ttir and "tensor<16xbf16>" in ttir
+    assert "tt.make_range {end = 128 : i32" in ttir  # block_for(100)
+    assert "arith.truncf" in ttir and "tensor<128xbf16>" in ttir
     assert "arith.addf" not in ttir  # HAS_BIAS defaulted to False
 
 

@@ -54,3 +54,30 @@ def broken_kernel(x_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offsets, mask=offsets < n)
     tl.store(x_ptr + offsets, x.no_such_method(), mask=offsets < n)
+
+
+class KernelEntry:
+    """A wrapper in the style of flag-gems' ``@libentry()``: it holds the kernel as ``.fn``."""
+
+    def __init__(self, fn):  # type: ignore[no-untyped-def]
+        self.fn = fn
+
+
+def warps_for(args):  # type: ignore[no-untyped-def]
+    return 8 if args["BLOCK_N"] >= 128 else 2
+
+
+@KernelEntry
+@triton.heuristics({"BLOCK_N": lambda args: block_for(args["n_cols"]), "num_warps": warps_for})
+@triton.jit
+def wrapped_row_kernel(x_ptr, out_ptr, n_cols, BLOCK_N: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + tl.program_id(0) * n_cols + cols, mask=cols < n_cols)
+    tl.store(out_ptr + tl.program_id(0) * n_cols + cols, x * 2, mask=cols < n_cols)
+
+
+@triton.jit
+def desc_kernel(desc, out, BLOCK: tl.constexpr):
+    x = desc.load([tl.program_id(0) * BLOCK, 0])
+    rows = tl.arange(0, BLOCK)[:, None] * 32 + tl.arange(0, 32)[None, :]
+    tl.store(out + rows, x)
