@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +212,11 @@ def _matches(compilation: Compilation, config: Config) -> bool:
     return all(compilation.constants.get(k) == v for k, v in config.kwargs.items())
 
 
-def _launch_signature(launch: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _launch_signature(
+    launch: Mapping[str, Any] | None, constexprs: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The launch's arguments as a run signature; those the compilation specialized as
+    constexprs (``src_constants``) are typed ``constexpr``, not by their Python value."""
     args = []
     for name, info in ((launch or {}).get("extracted_args") or {}).items():
         if info.get("type") == "tensor":
@@ -231,12 +235,65 @@ def _launch_signature(launch: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         else:
             value = info.get("value")
             kind = (
-                triton_type(value)
+                "constexpr"
+                if name in constexprs
+                else triton_type(value)
                 if isinstance(value, (bool, int, float))
                 else str(info.get("type"))
             )
             args.append({"name": name, "type": kind, "value": value})
     return args
+
+
+def _constexpr_names(compilation: Compilation) -> set[str]:
+    """The kernel's ``tl.constexpr`` parameters, from its source (``src_constants`` also holds
+    runtime integers Triton specialized because they equal 1)."""
+    try:
+        tree = ast.parse(compilation.source)
+    except SyntaxError:
+        return set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == compilation.name:
+            return {
+                a.arg
+                for a in node.args.args
+                if a.annotation is not None and ast.unparse(a.annotation).split(".")[-1] == "constexpr"
+            }
+    return set()
+
+
+def _problem_dims(key_text: str, launch: Mapping[str, Any] | None) -> dict[str, int]:
+    """Problem sizes: the launch's integer arguments whose values the autotune key holds (the
+    key is a tuple of values without names; the launch names them)."""
+    try:
+        key = ast.literal_eval(key_text)
+    except (ValueError, SyntaxError):
+        return {}
+    values = [k for k in (key if isinstance(key, tuple) else (key,)) if type(k) is int]
+    dims = {}
+    for name, info in ((launch or {}).get("extracted_args") or {}).items():
+        value = info.get("value") if isinstance(info, Mapping) else None
+        if type(value) is int and value in values:
+            dims[name] = value
+    return dims
+
+
+def _dtype(launch: Mapping[str, Any] | None) -> str | None:
+    for info in ((launch or {}).get("extracted_args") or {}).values():
+        if isinstance(info, Mapping) and info.get("type") == "tensor" and info.get("dtype"):
+            return str(info["dtype"]).removeprefix("torch.")
+    return None
+
+
+def _versions(compilation: Compilation, launch: Mapping[str, Any] | None) -> dict[str, str]:
+    """Triton's version from the compilation metadata; torch's and the device name where the
+    trace holds them (tritonparse 0.6 records neither)."""
+    found = {"triton": compilation.metadata.get("triton_version")}
+    for source in (compilation.metadata, (launch or {}).get("compilation_metadata") or {}, launch or {}):
+        for key, name in (("torch_version", "torch"), ("device_name", "device_name")):
+            if isinstance(source, Mapping) and source.get(key) and not found.get(name):
+                found[name] = source[key]
+    return {k: str(v) for k, v in found.items() if v}
 
 
 def _device(target: str) -> tuple[DeviceFacts, str]:
@@ -285,6 +342,9 @@ def autotune_runs(
         first = compilations[0]
         launch = next((e for e in trace.launches if e.get("name") == first.name), None)
         facts, model = _device(first.target)
+        versions = _versions(first, launch)
+        if versions.get("device_name"):
+            facts = replace(facts, device_name=versions["device_name"])
         cache_hit = bool(event.get("cache_hit"))
         configs = []
         for text, values in (event.get("configs_timings") or {}).items():
@@ -310,6 +370,7 @@ def autotune_runs(
             for ir, (_, tables) in graphs_of(c).items()
         }
         key_text = str(event.get("autotune_key"))
+        dims = _problem_dims(key_text, launch)
         runs.append(
             ImportedRun(
                 kernel_source=first.source,
@@ -317,17 +378,17 @@ def autotune_runs(
                 signature={
                     "kernel": first.name,
                     "autotune_key": key_text,
-                    "args": _launch_signature(launch),
+                    "args": _launch_signature(launch, _constexpr_names(first)),
                 },
-                dims={},
-                dtype=None,
+                dims=dims,
+                dtype=_dtype(launch),
                 facts=facts,
                 device_model=model,
                 toolchain={
                     "triton": first.metadata.get("triton_version"),
                     "source": Source.TRITONPARSE.value,
                 },
-                versions={"triton": str(first.metadata.get("triton_version"))},
+                versions=versions,
                 source=Source.TRITONPARSE.value,
                 source_ref=f"{event.get('cache_key')}:{key_text}",
                 configs=() if cache_hit else tuple(configs),

@@ -128,3 +128,36 @@ def test_parse_config_text() -> None:
     )
     with pytest.raises(ValueError, match="not a triton.Config text"):
         parse_config_text("garbage")
+
+
+def test_compile_only_trace_gives_a_dataset_check_accepts(tmp_path: Path) -> None:
+    """A trace of compiles alone (tritonparse's compilation events, no tuning) has no runs:
+    before, the importer wrote no runs directory and `schemas check` refused the dataset."""
+    log = tmp_path / "compiles.ndjson"
+    lines = [line for line in TRACE.read_text().splitlines() if '"event_type":"compilation"' in line[:40]]
+    log.write_text("\n".join(lines) + "\n")
+    summary = _ingest(tmp_path / "d", log=log)
+    assert (summary.runs, summary.ir_graphs, summary.kernels) == (0, 4, 1)
+    checked = check_dataset(str(tmp_path / "d"))
+    assert checked.ok, checked.problems
+    assert read_table(str(tmp_path / "d"), "runs").num_rows == 0
+
+
+def test_problem_from_the_autotune_key_and_constexprs_typed(tmp_path: Path) -> None:
+    """problem_json holds the sizes the autotune key tunes on, named by the launch (before:
+    {}); a constexpr the launch passed is typed constexpr, not by its Python value."""
+    _ingest(tmp_path / "d")
+    run = read_table(str(tmp_path / "d"), "runs").to_pylist()[0]
+    assert run["problem_json"] == '{"n_elements":100}' and run["dtype"] == "float32"
+    assert run["triton_version"] == "3.9.0"
+
+    lines = TRACE.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith('{"event_type":"launch"'))
+    launch = json.loads(lines[index])
+    launch["extracted_args"]["BLOCK"] = {"type": "int", "value": 64}  # passed by the caller
+    lines[index] = json.dumps(launch)
+    log = tmp_path / "with_constexpr.ndjson"
+    log.write_text("\n".join(lines) + "\n")
+    _ingest(tmp_path / "e", log=log)
+    run = read_table(str(tmp_path / "e"), "runs").to_pylist()[0]
+    assert run["arg_names"][-1] == "BLOCK" and run["arg_types"][-1] == "constexpr"
