@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_CPU := torch==2.13.0
+FLAG_GEMS := flag-gems==5.0.2
+FLAG_GEMS_IMPORT_DEPS := sqlalchemy>=2.0 pyyaml>=6.0
 
 .PHONY: demo test test-compat lint setup clean-demo notebooks strip-notebooks
 
@@ -14,6 +16,10 @@ $(STAMP): pyproject.toml
 	# CPU build of torch first, so the project's range is already met and no CUDA wheels come in.
 	$(BIN)/pip install -q $(TORCH_CPU)
 	$(BIN)/pip install -q -e '.[dev]'
+	# flag-gems (extract's tests compile its kernels) pins numpy==1.26.4 and packaging==26.0: never
+	# let it downgrade them; only the two dependencies its kernels' import needs come along.
+	$(BIN)/pip install -q --no-deps $(FLAG_GEMS)
+	$(BIN)/pip install -q $(FLAG_GEMS_IMPORT_DEPS)
 	touch $(STAMP)
 
 setup: $(STAMP)
