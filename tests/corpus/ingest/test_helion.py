@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[3]
 def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Helion's logs (a, b, c of helion_log.py), written once per session in a process of their
     own (Helion on Triton's interpreter, which must be chosen before Triton is imported)."""
-    pytest.importorskip("helion", reason="the helion extra is not installed")
+    pytest.importorskip("helion", reason="the thirdparty extra (helion) is not installed")
     out = tmp_path_factory.mktemp("helion-logs")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HELION_", "TRITON_INTERPRET"))}
     done = subprocess.run(
