@@ -1,7 +1,8 @@
 """A workload whose autotuned kernels have per-config hooks (our own code; run as
 ``python hooked_workload.py``): ``desc_copy`` takes a TensorDescriptor whose block shape each
 config's ``pre_hook`` sets, as liger-kernel's kernels do; ``broken_hook``'s second config has a
-``pre_hook`` that raises, so its tuning fails (the workload catches that and goes on)."""
+``pre_hook`` that raises, so its tuning fails (the workload catches that and goes on); ``odd_warps``'s second config
+asks for 3 warps, which the interpreter ignores and Triton's compiler refuses (no IR for it)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,16 @@ def broken_hook(x, n, BLOCK: tl.constexpr):
     tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 2, mask=offsets < n)
 
 
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 16}, num_warps=1), triton.Config({"BLOCK": 16}, num_warps=3)],
+    key=["n"],
+)
+@triton.jit
+def odd_warps(x, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) + 1, mask=offsets < n)
+
+
 def main() -> None:
     x = torch.arange(64, dtype=torch.float32)
     out = torch.empty(64, dtype=torch.float32)
@@ -52,6 +63,7 @@ def main() -> None:
         broken_hook[lambda meta: (triton.cdiv(64, meta["BLOCK"]),)](x, 64)
     except RuntimeError as exc:
         print(f"tuning failed as expected: {exc}")
+    odd_warps[lambda meta: (triton.cdiv(64, meta["BLOCK"]),)](x, 64)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,18 @@ def test_hooks_are_replayed_per_config_and_failed_tunings_reported(tmp_path: Pat
     assert done.returncode == 0, done.stderr[-3000:]
     # desc_copy's pre_hook sets the descriptor's block shape per config: every config's IR
     # compiles with its own (before: only the config whose shape the last launch left)
-    measurements = read_table(str(out), "measurements").to_pylist()
+    runs = {r["family"]: r for r in read_table(str(out), "runs").to_pylist()}
+    assert set(runs) == {"desc_copy", "odd_warps"}
+    rows = read_table(str(out), "measurements").to_pylist()
+    measurements = [m for m in rows if m["run_id"] == runs["desc_copy"]["run_id"]]
     assert len(measurements) == 3
     assert all(m["status"] == "ok" and m["ttgir_id"] and not m["stats_note"] for m in measurements)
     assert len({m["ttgir_id"] for m in measurements}) == 3
-    run = read_table(str(out), "runs").to_pylist()[0]
+    # odd_warps' 3-warp config ran (the interpreter ignores warps) but has no IR: counted, named
+    odd = sorted((m["num_warps"], bool(m["ttgir_id"])) for m in rows if m["run_id"] == runs["odd_warps"]["run_id"])
+    assert odd == [(1, True), (3, False)]
+    assert "1 measured config(s) without IR graphs" in done.stderr and "odd_warps" in done.stderr
+    run = runs["desc_copy"]
     assert run["arg_types"] == ["tensordesc<fp32>", "*fp32", "i32"] and run["arg_shapes"][0] == [64]
     assert "tensor(" not in run["signature_json"]  # no data in the key
     # broken_hook's tuning raised: reported as failed, not as already tuned
