@@ -64,6 +64,8 @@ def config_arguments(autotuner: Any, config: Any, args: Mapping[str, Any]) -> di
     """The call's ``args`` as ``config`` (a ``triton.Config``) launched with them: its kwargs
     merged in, its ``pre_hook`` and the autotuner's replayed on copies. Raises
     :class:`HookReplayError` when a hook fails."""
+    if config is None:  # not one of the autotuner's configs: nothing to replay
+        return dict(args)
     kwargs = dict(getattr(config, "all_kwargs", lambda: config.kwargs)())
     nargs = {name: _shadow(value) for name, value in args.items()}
     nargs.update(kwargs)
