@@ -16,6 +16,7 @@ rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q "$REPO"   # not editable: the installed package, as downstream gets it
+rm -rf "$REPO/build/lib" "$REPO"/build/bdist.*   # setuptools' in-tree scratch of that install
 "$VENV/bin/pip" list
 if "$VENV/bin/pip" list --format freeze | grep -iE '^(torch|triton|torch[-_]geometric|nvidia-.*)=='; then
     echo "light install pulled a heavy package (above)" >&2
