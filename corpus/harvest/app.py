@@ -22,7 +22,7 @@ from corpus.harvest.checks import (
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
-from corpus.harvest.report import HarvestProgress, print_plan, print_summary
+from corpus.harvest.report import HarvestProgress, print_plan, print_start, print_summary
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import (
     Execution,
@@ -272,11 +272,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         print_plan(console, planned, committed, facts, execution)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out)
-    console.print(
-        f"harvest: {resumed.describe()}; "
-        f"device {facts.device_name} ({facts.arch}), IR target {execution.target}, "
-        f"{execution.workers} compile worker(s), out {config.out}"
-    )
+    print_start(console, resumed, facts, execution, config.out)
     if not todo:
         return HarvestOutcome(planned, len(planned), None)
 

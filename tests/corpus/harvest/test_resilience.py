@@ -80,7 +80,7 @@ def test_a_failed_setup_is_one_run_level_outcome(tmp_path: Path):
         out, "--suite", "tests.corpus.harvest.setup_kernels", "--workers", "1", "--flush-every", "0"
     )
     # an error the classifier does not know replaces the worker, and the summary says so
-    assert "measure workers replaced 1 time(s): error of unknown cause" in flat(result.stdout)
+    assert "measure worker replaced 1 time: error of unknown cause" in flat(result.stdout)
     [run] = read_table(str(out), "runs", columns=["run_id", "setup_error"]).to_pylist()
     assert REFERENCE_FAILURE in run["setup_error"]
     rows = read_table(
