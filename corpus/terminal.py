@@ -82,18 +82,23 @@ of their own under the label."""
 
 
 def grouped_listing(
-    rows: Sequence[ListingRow], headers: Sequence[str], tail_header: str, width: int, label_header: str = "run"
+    rows: Sequence[ListingRow],
+    headers: Sequence[str],
+    tail_header: str,
+    width: int,
+    label_header: str = "run",
+    min_tail: int = MIN_TAIL_WIDTH,
 ) -> list[Text]:
     """A table for consoles too narrow for one line per row with every column: each group
     heads its rows, labels are indented under it, and only the tail folds (at its spaces).
-    A label too long to leave :data:`MIN_TAIL_WIDTH` columns for the tail gets a line of its
-    own, its cells going on the next line. No line is longer than ``width`` (a word longer than
+    A label too long to leave ``min_tail`` columns for the tail gets a line of its own, its
+    cells going on the next line. No line is longer than ``width`` (a word longer than
     the whole line excepted) and none ends in blanks."""
     if not rows:
         return []
     widths = [max(len(header), *(len(row.cells[i]) for row in rows)) for i, header in enumerate(headers)]
     cells_width = sum(widths) + 2 * len(widths)  # each cell and the gap after it
-    label_cap = width - 4 - cells_width - MIN_TAIL_WIDTH
+    label_cap = width - 4 - cells_width - min_tail
     label_width = max((len(row.label) for row in rows if len(row.label) <= label_cap), default=0)
     lead = 2 + max(label_width, len(label_header) - 2) + 2 if label_width else 4  # where cells start
     tail_width = max(8, width - lead - cells_width)

@@ -120,16 +120,16 @@ def _suites(values: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def run_list(command: ListCommand, console: Console) -> None:
-    from corpus.suite.report import list_table
+    from corpus.suite.report import print_list
 
-    console.print(list_table(load_suite(command.suites), command.scale))
+    print_list(console, load_suite(command.suites), command.scale)
 
 
 def run_show(command: ShowCommand, console: Console) -> None:
-    from corpus.suite.report import show_family
+    from corpus.suite.report import print_family
 
     spec = select(load_suite(command.suites), [command.name])[command.name]
-    console.print(show_family(spec))
+    print_family(console, spec)
 
 
 def run_doc(command: DocCommand, console: Console) -> None:
@@ -208,8 +208,7 @@ def _contract(specs: dict, console: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    # Piped output (CI logs, files) gets a fixed width instead of rich's 80-column fallback.
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = Console()  # the terminal's width; COLUMNS, or 80, when piped
     suites = _suites(args.suite)
     try:
         if args.command == "list":

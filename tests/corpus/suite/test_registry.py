@@ -67,7 +67,7 @@ def test_plugin_suite_registers_lists_and_shows(
 
     assert main(["list", "--suite", suite]) == 0
     listing = capsys.readouterr().out
-    assert "my_axpy" in listing and "1 families" in listing and "add_broadcast" not in listing
+    assert "my_axpy" in listing and "1 family in 1 category" in listing and "add_broadcast" not in listing
 
     assert main(["list", "--suite", suite, "--suite", "corpus.suite.kernels"]) == 0
     both = capsys.readouterr().out
