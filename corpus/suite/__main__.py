@@ -24,6 +24,7 @@ from rich.console import Console
 
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
+from schemas.helptext import plain
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class CheckCommand:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m corpus.suite", description=__doc__.split("\n\n")[0]
+        prog="python -m corpus.suite", description=plain(__doc__.split("\n\n")[0])
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -74,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="table of families with config/shape/run counts")
     add_suite(listing)
     listing.add_argument(
-        "--scale", choices=SCALES, default="default", help="scale the run counts refer to"
+        "--scale", choices=SCALES, default="default", help="scale the run counts refer to (default: default)"
     )
 
     show = commands.add_parser("show", help="one family: config space, default config, shapes")
@@ -84,33 +85,33 @@ def _parser() -> argparse.ArgumentParser:
     doc = commands.add_parser("doc", help="rewrite the families table of the suite document")
     add_suite(doc)
     doc.add_argument(
-        "--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers"
+        "--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers (default: docs/suite.md)"
     )
-    doc.add_argument("--scale", choices=SCALES, default="default")
+    doc.add_argument("--scale", choices=SCALES, default="default", help="scale of the table's run counts (default: default)")
 
     check = commands.add_parser(
         "check", help="run configs once and compare with the torch reference"
     )
     add_suite(check)
     check.add_argument("names", nargs="*", help="families to check (default: all)")
-    check.add_argument("--scale", choices=SCALES, default="tiny")
+    check.add_argument("--scale", choices=SCALES, default="tiny", help="shape set to check (default: tiny, sized for the interpreter)")
     check.add_argument(
         "--device",
         default="cpu",
-        help="'cpu' runs Triton's interpreter (float32/float16 only); or 'cuda'",
+        help="cpu: Triton's interpreter (float32/float16 only), or cuda (default: cpu)",
     )
     check.add_argument(
         "--samples",
         type=int,
         default=3,
-        help="valid configs sampled per family besides the default",
+        help="valid configs sampled per family besides the default (default: 3)",
     )
-    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--seed", type=int, default=0, help="seed of the config sample and the inputs (default: 0)")
     check.add_argument(
         "--all", dest="every_config", action="store_true", help="check every valid config"
     )
     check.add_argument(
-        "--json", dest="json_path", type=Path, help="also write the results as JSON here"
+        "--json", dest="json_path", type=Path, help="also write the results as JSON to this file (default: none)"
     )
     return parser
 
