@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0 if run_check(command, console) else 1
     except (KeyError, ModuleNotFoundError, RuntimeError) as exc:
-        console.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}", highlight=False)
+        console.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}", highlight=False, soft_wrap=True)
         return 2
     return 0
 

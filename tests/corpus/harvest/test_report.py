@@ -103,3 +103,12 @@ def test_grouped_listing_folds_only_the_tail_and_gives_long_labels_their_own_lin
     assert lines[short].split()[1:3] == ["1/2", "3.5"] and lines[short + 1].startswith(" " * 20)  # folded tail
     long = lines.index("  " + "x" * 50)
     assert lines[long + 1].split() == ["2/2", "10.25", "A=1"]  # its cells on the next line
+
+
+def test_a_misspelled_family_is_one_line_with_the_closest_names(capsys):
+    from corpus.harvest.__main__ import main
+
+    assert main(["--families", "softmx", "--dry-run", "--device", "cpu"]) == 2
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("error: unknown kernel family softmx (did you mean softmax")
+    assert "known families: add_broadcast, " in line and "'" not in line
