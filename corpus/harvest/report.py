@@ -85,9 +85,17 @@ class HarvestProgress:
         self.progress.update(self.runs_task, advance=1, detail=result.run.label)
 
 
-def print_plan(console: Console, runs: list[PlannedRun], committed: set[str], facts: DeviceFacts, execution: Execution) -> None:
+def print_plan(
+    console: Console,
+    runs: list[PlannedRun],
+    committed: set[str],
+    facts: DeviceFacts,
+    execution: Execution,
+    notice: str | None = None,
+) -> None:
     """The dry run: every planned run, its config counts and whether it is committed already;
-    one line per run on a wide console, runs under their family on a narrow one."""
+    one line per run on a wide console, runs under their family on a narrow one; ``notice``
+    (from :func:`long_run_notice`) at the end."""
     rows = []
     for run in sorted(runs, key=lambda r: r.family):  # stable: plan order within a family
         skipped = sum(1 for p in run.configs if p.skip_reason is not None)
@@ -104,22 +112,68 @@ def print_plan(console: Console, runs: list[PlannedRun], committed: set[str], fa
     else:
         for line in grouped_listing(rows, ("configs", "skipped", "state"), "run_id", console.width):
             console.print(line, soft_wrap=True)
-    todo = [r for r in runs if r.run_id not in committed]
+    def counts(selected: list[PlannedRun]) -> str:
+        measured = sum(1 for r in selected for p in r.configs if p.skip_reason is None)
+        skipped = sum(1 for r in selected for p in r.configs if p.skip_reason is not None)
+        return f"{plural(len(selected), 'run')}; {plural(measured, 'config')} to measure, {skipped:,} skipped"
+
     print_trimmed(
         console,
         key_values(
             [
                 ("configs", "configs the run measures (a seeded sample of them with --max-configs)"),
                 ("skipped", "configs the family rules out for this shape and dtype, recorded as skipped rows"),
-                ("planned", f"{plural(len(runs), 'run')}, {plural(sum(len(r.configs) for r in runs), 'config')}"),
-                ("to do", f"{plural(len(todo), 'run')}, {plural(sum(len(r.configs) for r in todo), 'config')}"),
+                ("planned", counts(runs)),
+                ("to do", counts([r for r in runs if r.run_id not in committed])),
             ]
         ),
     )
+    if notice:
+        console.print(f"[yellow]note[/]: {notice}")
 
 
-def print_start(console: Console, resumed: ResumePlan, facts: DeviceFacts, execution: Execution, out: str) -> None:
-    """What the harvest is about to do, before the progress bars."""
+LONG_INTERPRETER_CONFIGS = 200
+"""Configs to measure above which an interpreter harvest is called long before it starts: each
+takes seconds of CPU in Triton's interpreter (compile, check, timed passes), so 200 is several
+minutes on a small machine and a bare harvest of every tiny config is hours."""
+LONG_HARVEST_S = 600.0
+"""An estimated duration above which a harvest is called long before it starts."""
+QUICK_LOOK = "--families add_broadcast,softmax --max-configs 2 --dtypes float32"
+"""A selection that harvests in about a minute on the interpreter, for the notice below."""
+
+
+def long_run_notice(configs: int, interpreter: bool, estimated_s: float | None = None) -> str | None:
+    """What to tell a person before a harvest that will take long, or None.
+
+    ``configs``: configs the harvest will measure; ``estimated_s``: its estimated duration in
+    seconds on this machine, when an estimate is available (it then decides, for any device);
+    without one, only an interpreter harvest of more than :data:`LONG_INTERPRETER_CONFIGS`
+    configs is called long."""
+    if estimated_s is not None:
+        if estimated_s < LONG_HARVEST_S:
+            return None
+        how_long = f"about {format_duration(estimated_s)} here (estimated)"
+    elif interpreter and configs > LONG_INTERPRETER_CONFIGS:
+        how_long = "each takes seconds in Triton's CPU interpreter (minutes per hundred configs)"
+    else:
+        return None
+    quick = f" For a first look, select less, e.g. {QUICK_LOOK} (under a minute)." if interpreter else ""
+    return (
+        f"this harvest measures {plural(configs, 'config')}: {how_long}.{quick} "
+        "Ctrl-C stops it at any time, keeping finished runs; the same command resumes."
+    )
+
+
+def print_start(
+    console: Console,
+    resumed: ResumePlan,
+    facts: DeviceFacts,
+    execution: Execution,
+    out: str,
+    notice: str | None = None,
+) -> None:
+    """What the harvest is about to do, before the progress bars; ``notice`` (from
+    :func:`long_run_notice`) as a warning after it."""
     print_trimmed(
         console,
         key_values(
@@ -131,6 +185,8 @@ def print_start(console: Console, resumed: ResumePlan, facts: DeviceFacts, execu
             ]
         ),
     )
+    if notice:
+        console.print(f"[yellow]warning[/]: {notice}")
 
 
 TIME_MEANING = {

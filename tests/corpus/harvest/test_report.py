@@ -112,3 +112,16 @@ def test_a_misspelled_family_is_one_line_with_the_closest_names(capsys):
     [line] = capsys.readouterr().out.splitlines()
     assert line.startswith("error: unknown kernel family softmx (did you mean softmax")
     assert "known families: add_broadcast, " in line and "'" not in line
+
+
+def test_a_long_harvest_is_called_long_before_it_starts():
+    from corpus.harvest.report import LONG_INTERPRETER_CONFIGS, QUICK_LOOK, long_run_notice
+
+    bare = long_run_notice(6500, interpreter=True)  # a bare CPU harvest: every tiny config
+    assert bare and "6,500 configs" in bare and QUICK_LOOK in bare and "resumes" in bare
+    assert long_run_notice(LONG_INTERPRETER_CONFIGS, interpreter=True) is None
+    assert long_run_notice(48, interpreter=True) is None  # make demo's harvest
+    assert long_run_notice(6500, interpreter=False) is None  # a GPU: no estimate, no guess
+    estimated = long_run_notice(6500, interpreter=False, estimated_s=7200)
+    assert estimated and "about 2 h 00 min here (estimated)" in estimated and QUICK_LOOK not in estimated
+    assert long_run_notice(6500, interpreter=True, estimated_s=120) is None  # an estimate decides
