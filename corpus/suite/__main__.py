@@ -24,6 +24,7 @@ from rich.console import Console
 
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
+from corpus.terminal import plural, print_trimmed
 from schemas.helptext import plain
 
 
@@ -181,15 +182,16 @@ def _check(command: CheckCommand, console: Console) -> bool:
         command.seed,
         command.every_config,
     )
-    console.print(check_table(results))
+    print_trimmed(console, check_table(results))
     for r in results:
-        if not r.ok:
+        if not r.ok:  # one line per failure, however long: a log is grepped for them
             console.print(
                 f"[red]FAIL[/] {r.family} {r.shape} {r.dtype} {r.config}: {r.error}",
                 highlight=False,
+                soft_wrap=True,
             )
     failed = sum(not r.ok for r in results)
-    console.print(f"{len(results) - failed} passed, {failed} failed, {len(specs)} families")
+    console.print(f"{len(results) - failed} passed, {failed} failed, {plural(len(specs), 'family', 'families')}")
     if command.json_path is not None:
         command.json_path.write_text(json.dumps([r.as_dict() for r in results], indent=1))
     return failed == 0 and not broken
@@ -201,7 +203,7 @@ def _contract(specs: dict, console: Console) -> int:
 
     problems = [problem for spec in specs.values() for problem in contract_problems(spec)]
     for problem in problems:
-        console.print(f"[red]CONTRACT[/] {problem}", highlight=False)
+        console.print(f"[red]CONTRACT[/] {problem}", highlight=False, soft_wrap=True)  # one line each
     if problems:
         console.print(f"{len(problems)} contract problem(s) (see 'The KernelSpec contract' in docs/suite.md)")
     return len(problems)
