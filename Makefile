@@ -54,7 +54,8 @@ notebooks: $(STAMP)
 		else echo "NOTEBOOK_DATASET=$(NOTEBOOK_DATASET): no dataset there (no runs/)" >&2; exit 1; fi; fi
 	mkdir -p build/notebooks
 	KERNEL_CORPUS_DATASET=$(abspath $(NOTEBOOK_DATASET)) KERNEL_CORPUS_RESULTS=$(abspath $(NOTEBOOK_RESULTS)) \
-		$(BIN)/python -m nbconvert --to html --execute --output-dir build/notebooks notebooks/*.ipynb
+		$(BIN)/python -m nbconvert --to html --execute --output-dir build/notebooks notebooks/*.ipynb \
+		--KernelManager.transport=ipc  # a local kernel: IPC sockets, not TCP (and no warning about it)
 
 # Notebooks are committed without outputs (a test checks it): run this before committing one.
 strip-notebooks: $(STAMP)

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas.extras import require_extra
+
+require_extra("extract", "extract", ("torch", "triton", "numpy", "networkx"))
+
 __all__ = [
     "CompileResult",
     "IrGraph",

@@ -31,7 +31,7 @@ def _describe_parser() -> argparse.ArgumentParser:
         "--format", choices=("json", "summary"), default="json", help="output (default: json)"
     )
     parser.add_argument(
-        "--target", help="compile target to record when the IR has none, e.g. cuda:90"
+        "--target", help="compile target to record when the IR has none, e.g. cuda:90 (default: none)"
     )
     return parser
 
@@ -71,11 +71,15 @@ def _compile_parser() -> argparse.ArgumentParser:
         help="compile every config of the kernel's @triton.autotune, each into OUT/config_NN",
     )
     parser.add_argument(
-        "--target", default="sm_90", help="sm_80, sm_90, cuda:90, ... (default sm_90)"
+        "--target", default="sm_90", help="sm_80, sm_90, cuda:90, ... (default: sm_90)"
     )
-    parser.add_argument("--num-warps", type=int, default=4)
-    parser.add_argument("--num-stages", type=int, default=3)
-    parser.add_argument("--num-ctas", type=int, default=1)
+    parser.add_argument("--num-warps", type=int, default=4, help="warps per program (default: 4)")
+    parser.add_argument(
+        "--num-stages", type=int, default=3, help="software-pipelining stages of loops (default: 3)"
+    )
+    parser.add_argument(
+        "--num-ctas", type=int, default=1, help="CTAs per cluster, sm_90 and newer (default: 1)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(
         "--traceback", action="store_true", help="print the full traceback of a failure"

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,13 @@ def _jit_launch_kwargs(fn: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return launch
 
 
+FP_FUSION_DEFAULT_WARNING = "TRITON_DEFAULT_FP_FUSION is unset"
+"""Start of the UserWarning Triton 3.9 gives, once per process, the first time it parses
+compile options without ``TRITON_DEFAULT_FP_FUSION`` set (fusion stays on; 3.10 turns it off).
+The options parsed in :func:`specialize` are ours, not a launch of the user's, so the warning
+is not theirs to act on; the toolchain fingerprint records the Triton version that decides."""
+
+
 def specialize(fn: Any, args: Mapping[str, Any], target: GPUTarget, options: Mapping[str, Any]) -> Specialization:
     """Specialize ``fn`` for ``args`` the way the JIT would on a device of ``target``."""
     from triton.runtime.jit import create_function_from_signature
@@ -80,7 +88,9 @@ def specialize(fn: Any, args: Mapping[str, Any], target: GPUTarget, options: Map
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     kwargs = _jit_launch_kwargs(fn, {**args, **options})
     bound_args, specialization, leftover = binder(**kwargs)
-    parsed_options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, leftover)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=FP_FUSION_DEFAULT_WARNING, category=UserWarning)
+        parsed_options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, leftover)
     return Specialization(signature, constexprs, attrs, dict(parsed_options.__dict__))
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schemas.cli import run_card, run_check, run_compact, run_doc, run_scrub
+from schemas.helptext import plain
 from schemas.storage import STALE_TEMPORARY_AGE_S
 
 
@@ -25,7 +26,7 @@ class Command:
 
 
 def parse(argv: list[str] | None = None) -> Command:
-    parser = argparse.ArgumentParser(prog="python -m schemas", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m schemas", description=plain(__doc__))
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate a dataset; exit 1 on problems")
     check.add_argument("dataset", help="dataset root (local path or fsspec URL)")
@@ -38,35 +39,37 @@ def parse(argv: list[str] | None = None) -> Command:
     compact = sub.add_parser(
         "compact", help="merge small files per partition, atomically; remove stale temporaries"
     )
-    compact.add_argument("dataset")
+    compact.add_argument("dataset", help="dataset root (local path or fsspec URL)")
     compact.add_argument(
-        "--min-files", type=int, default=2, help="merge partitions with at least this many files"
+        "--min-files", type=int, default=2, help="merge partitions with at least this many files (default: 2)"
     )
     for command in (check, compact):
         command.add_argument(
             "--tmp-age",
             type=float,
             default=STALE_TEMPORARY_AGE_S,
-            help=f"seconds after which a hidden .tmp-* file counts as a killed writer's leftover (default {STALE_TEMPORARY_AGE_S:g})",
+            help=f"seconds after which a hidden .tmp-* file counts as a killed writer's leftover (default: {STALE_TEMPORARY_AGE_S:g})",
         )
     doc = sub.add_parser("doc", help="write the schema reference generated from the code")
-    doc.add_argument("--out", type=Path, default=Path("docs/SCHEMA.md"))
+    doc.add_argument("--out", type=Path, default=Path("docs/SCHEMA.md"), help="file to write (default: docs/SCHEMA.md)")
     doc.add_argument(
         "--check", action="store_true", help="exit 1 if the file is stale instead of writing it"
     )
     scrub = sub.add_parser(
         "scrub", help="rewrite machine paths and host names out of a dataset, atomically"
     )
-    scrub.add_argument("dataset")
+    scrub.add_argument("dataset", help="dataset root (local path or fsspec URL)")
     card = sub.add_parser(
         "card", help="write the dataset card DIR/README.md and its JSON twin DIR/card.json"
     )
-    card.add_argument("dataset")
-    card.add_argument("--title", default=None, help="title of the card (kept on later refreshes)")
+    card.add_argument("dataset", help="dataset root (local path or fsspec URL)")
+    card.add_argument(
+        "--title", default=None, help="title of the card, kept on later refreshes (default: the card's, or 'kernel-corpus dataset')"
+    )
     card.add_argument(
         "--license",
         default=None,
-        help="licence of the dataset, e.g. an SPDX id (kept on later refreshes)",
+        help="licence of the dataset, e.g. an SPDX id, kept on later refreshes (default: the card's, or 'other': not stated)",
     )
     args = parser.parse_args(argv)
     return Command(

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from schemas.helptext import plain
 from schemas.identity import canonical_json, config_id, launch_string
 from schemas.reader import read_table, scan_table
 from schemas.writer import DatasetWriter
@@ -111,11 +112,13 @@ def bench_once(config: BenchConfig, samples_per_row: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m schemas.bench", description=__doc__)
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--rows-per-file", type=int, default=250_000)
-    parser.add_argument("--samples", type=int, default=50, help="raw samples per row for the second pass")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog="python -m schemas.bench", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic measurement rows (default: 1,000,000)")
+    parser.add_argument("--rows-per-file", type=int, default=250_000, help="rows per Parquet file (default: 250,000)")
+    parser.add_argument("--samples", type=int, default=50, help="raw samples per row for the second pass (default: 50)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic values (default: 0)")
     args = parser.parse_args(argv)
     config = BenchConfig(args.rows, args.rows_per_file, args.samples, args.seed)
     print(f"measurements table, {config.rows:,} synthetic rows, zstd, {config.rows_per_file:,} rows per file")

@@ -23,6 +23,7 @@ from corpus.bench.repro import describe, reproducibility
 from corpus.bench.repro_harvests import LoadHarvestFailed, ReproHarvestConfig, harvest_twice
 from corpus.harvest.settings import read_settings
 from schemas import DatasetError
+from schemas.helptext import plain
 
 REPRO_FAMILIES = "add_broadcast,softmax,layernorm_fwd,matmul,cumsum,row_reduce"
 
@@ -45,18 +46,33 @@ def _families(text: str) -> tuple[str, ...]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m corpus.bench",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
     harvest = sub.add_parser(
         "harvest", help="naive loop vs pipeline; sequential vs interleaved timing; compile scaling"
     )
-    harvest.add_argument("--families", default="add_broadcast,softmax,matmul")
-    harvest.add_argument("--max-configs", type=int, default=4)
-    harvest.add_argument("--workers", type=int, default=2)
-    harvest.add_argument("--compile-tasks", type=int, default=16)
-    harvest.add_argument("--target", default="sm_90")
+    harvest.add_argument(
+        "--families",
+        default="add_broadcast,softmax,matmul",
+        help="families of the workload, comma-separated (default: add_broadcast,softmax,matmul)",
+    )
+    harvest.add_argument(
+        "--max-configs", type=int, default=4, help="configs per run of the workload (default: 4)"
+    )
+    harvest.add_argument(
+        "--workers", type=int, default=2, help="compile workers of the pipeline (default: 2)"
+    )
+    harvest.add_argument(
+        "--compile-tasks",
+        type=int,
+        default=16,
+        help="compiles timed for the 1-vs-N worker scaling (default: 16)",
+    )
+    harvest.add_argument(
+        "--target", default="sm_90", help="compile target of the workload (default: sm_90)"
+    )
     harvest.add_argument(
         "--timing-only", action="store_true", help="only sequential vs interleaved timing"
     )
@@ -101,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --harvest: reps per pass (default: the harvest's)",
     )
     repro.add_argument(
-        "--timer", default="auto", help="with --harvest: thread_cpu (auto), process_cpu or wall"
+        "--timer",
+        default="auto",
+        help="with --harvest: thread_cpu, process_cpu or wall (default: auto, thread_cpu)",
     )
     repro.add_argument(
         "--sequential",
@@ -133,7 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="sigma of the log-normal error of durations around estimates (default: 0.5)",
     )
     cluster.add_argument("--scale", default="default", help="plan scale (default: default)")
-    cluster.add_argument("--seed", type=int, default=0)
+    cluster.add_argument(
+        "--seed", type=int, default=0, help="seed of the simulated durations (default: 0)"
+    )
     cluster.add_argument(
         "--address", default="local", help="Ray address (default: local, start one here)"
     )

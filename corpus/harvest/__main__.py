@@ -25,6 +25,7 @@ from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
 from corpus.suite.spec import SCALES
 from schemas import DatasetError
+from schemas.helptext import plain
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -51,7 +52,7 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m corpus.harvest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m corpus.harvest", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", type=_csv, default=("corpus.suite.kernels",), help="suite module(s) to load, comma-separated (default: the built-in suite)")
     p.add_argument("--families", "--kernels", type=_csv, default=(), help="families to harvest, comma-separated (default: all)")
     p.add_argument("--scale", choices=SCALES, default="tiny", help="shape set per family (default: tiny, sized for the CPU interpreter)")
@@ -67,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=None, help="untimed launches per config before its first timed rep (default: 10 on GPU, 0 on the interpreter, where the correctness check already ran it)")
     p.add_argument("--passes", type=_positive, default=None, help="interleaved timing passes: each pass times every checked config of a run in a seeded random order (default: 5 on GPU, 4 on the interpreter)")
     p.add_argument("--rep", type=_positive, default=None, help="timed launches per config in each pass (default: 10 on GPU, 1 on the interpreter)")
-    p.add_argument("--compile-timeout", type=float, default=120.0, help="seconds before a compile's worker is killed (status compile_timeout)")
-    p.add_argument("--bench-timeout", type=float, default=60.0, help="seconds per config (check + timing) before the benchmark worker is killed (status timeout)")
+    p.add_argument("--compile-timeout", type=float, default=120.0, help="seconds before a compile's worker is killed (status compile_timeout; default: 120)")
+    p.add_argument("--bench-timeout", type=float, default=60.0, help="seconds per config (check + timing) before the benchmark worker is killed (status timeout; default: 60)")
     p.add_argument("--timer", choices=("auto", "cuda_event", "cuda_graph", "thread_cpu", "process_cpu", "wall"), default="auto", help="GPU: cuda_event (default) or cuda_graph; interpreter: thread_cpu (default: CPU time of the benchmark worker, immune to other processes), process_cpu or wall")
     p.add_argument("--no-l2-flush", dest="l2_flush", action="store_false", help="do not flush L2 (a 2x L2 buffer, at least 256 MiB) before each timed rep")
     p.add_argument("--recycle-runs", type=int, default=200, help="replace a measure worker after it set up this many runs (0: never; default: 200)")

@@ -22,7 +22,13 @@ from corpus.harvest.checks import (
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
-from corpus.harvest.report import HarvestProgress, print_plan, print_summary
+from corpus.harvest.report import (
+    HarvestProgress,
+    long_run_notice,
+    print_plan,
+    print_start,
+    print_summary,
+)
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import (
     Execution,
@@ -268,15 +274,13 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     resumed = resume_plan(config.out, planned, bench_settings(execution)) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
+    configs = sum(1 for run in todo for planned_config in run.configs if planned_config.skip_reason is None)
+    notice = long_run_notice(configs, interpreter)
     if config.dry_run:
-        print_plan(console, planned, committed, facts, execution)
+        print_plan(console, planned, committed, facts, execution, notice)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out)
-    console.print(
-        f"harvest: {resumed.describe()}; "
-        f"device {facts.device_name} ({facts.arch}), IR target {execution.target}, "
-        f"{execution.workers} compile worker(s), out {config.out}"
-    )
+    print_start(console, resumed, facts, execution, config.out, notice)
     if not todo:
         return HarvestOutcome(planned, len(planned), None)
 

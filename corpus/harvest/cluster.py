@@ -15,6 +15,7 @@ so nothing is lost or counted twice.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import uuid
 from collections import Counter, deque
@@ -269,13 +270,43 @@ class Feed:
     """Runs handed out again because their actor died."""
 
 
+RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+"""The logger through which Ray announces its token authentication when a cluster starts."""
+RAY_LOCAL_NOTICES = ("Token authentication is enabled for this Ray cluster",)
+"""What Ray logs as a warning when ``--ray local`` starts a cluster: token authentication is
+on by default. That cluster is this process's own and is stopped at the end, so there is
+nothing for the user to do about it."""
+
+
+class DropLogRecords(logging.Filter):
+    """Drops log records whose message contains one of ``fragments``."""
+
+    def __init__(self, fragments: tuple[str, ...]) -> None:
+        super().__init__()
+        self.fragments = fragments
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(fragment in message for fragment in self.fragments)
+
+
 def connect(address: str) -> None:
     """Join the Ray cluster at ``address`` ("auto": the one this machine belongs to; "local":
     start one in this process) unless this process already did."""
     import ray
 
-    if not ray.is_initialized():
-        ray.init(address=None if address == "local" else address, log_to_driver=False)
+    if ray.is_initialized():
+        return
+    if address != "local":
+        ray.init(address=address, log_to_driver=False)
+        return
+    quiet = DropLogRecords(RAY_LOCAL_NOTICES)
+    logger = logging.getLogger(RAY_AUTH_LOGGER)
+    logger.addFilter(quiet)
+    try:
+        ray.init(address=None, log_to_driver=False)
+    finally:
+        logger.removeFilter(quiet)
 
 
 def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> HarvestOutcome:

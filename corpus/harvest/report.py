@@ -6,7 +6,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -16,12 +18,22 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.plan import PlannedRun
+from corpus.harvest.resume import ResumePlan
 from corpus.harvest.runner import Execution, HarvestTotals, RunResult
-from schemas.enums import Status
+from corpus.terminal import (
+    ListingRow,
+    grouped_listing,
+    key_values,
+    natural_width,
+    plural,
+    print_trimmed,
+)
+from schemas.enums import Status, Timer
 
 FAILED = frozenset(s.value for s in Status) - {Status.OK.value, Status.SKIPPED.value}
 
@@ -31,12 +43,15 @@ class HarvestProgress:
 
     def __init__(self, console: Console, runs: Iterable[PlannedRun]) -> None:
         runs = list(runs)
+        # The detail (counts, or the run just finished) takes what the bars leave and is cut
+        # with an ellipsis: a live line that wrapped would repaint as several lines.
         self.progress = Progress(
             TextColumn("{task.description:<8}"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
+            TextColumn("{task.fields[detail]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
             TimeElapsedColumn(),
+            TextColumn("eta"),
             TimeRemainingColumn(),
             console=console,
             transient=False,
@@ -70,20 +85,129 @@ class HarvestProgress:
         self.progress.update(self.runs_task, advance=1, detail=result.run.label)
 
 
-def print_plan(console: Console, runs: list[PlannedRun], committed: set[str], facts: DeviceFacts, execution: Execution) -> None:
-    table = Table(title=f"planned runs on {facts.device_name} ({facts.arch}), IR target {execution.target}")
-    for column in ("family", "shape", "dtype", "configs", "skipped", "run_id", "state"):
-        table.add_column(column, justify="right" if column in ("configs", "skipped") else "left")
-    for run in runs:
+def print_plan(
+    console: Console,
+    runs: list[PlannedRun],
+    committed: set[str],
+    facts: DeviceFacts,
+    execution: Execution,
+    notice: str | None = None,
+) -> None:
+    """The dry run: every planned run, its config counts and whether it is committed already;
+    one line per run on a wide console, runs under their family on a narrow one; ``notice``
+    (from :func:`long_run_notice`) at the end."""
+    rows = []
+    for run in sorted(runs, key=lambda r: r.family):  # stable: plan order within a family
         skipped = sum(1 for p in run.configs if p.skip_reason is not None)
         state = "committed" if run.run_id in committed else "to do"
-        table.add_row(run.family, run.shape_name, run.dtype, str(len(run.configs) - skipped), str(skipped), run.run_id, state)
-    console.print(table)
-    todo = [r for r in runs if r.run_id not in committed]
-    console.print(
-        f"{len(runs)} run(s), {sum(len(r.configs) for r in runs)} config(s); "
-        f"to do: {len(todo)} run(s), {sum(len(r.configs) for r in todo)} config(s)"
+        rows.append(ListingRow(run.family, f"{run.shape_name} {run.dtype}", (str(len(run.configs) - skipped), str(skipped), state), run.run_id))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("family", "shape", "dtype", "configs", "skipped", "state", "run_id"):
+        table.add_column(column, justify="right" if column in ("configs", "skipped") else "left", no_wrap=True)
+    for run, row in zip(sorted(runs, key=lambda r: r.family), rows):
+        table.add_row(run.family, run.shape_name, run.dtype, *row.cells, row.tail)
+    console.print(f"[bold]planned runs[/] on {facts.device_name} ({facts.arch}), IR target {execution.target}")
+    if natural_width(console, table) <= console.width:
+        print_trimmed(console, table)
+    else:
+        for line in grouped_listing(rows, ("configs", "skipped", "state"), "run_id", console.width):
+            console.print(line, soft_wrap=True)
+    def counts(selected: list[PlannedRun]) -> str:
+        measured = sum(1 for r in selected for p in r.configs if p.skip_reason is None)
+        skipped = sum(1 for r in selected for p in r.configs if p.skip_reason is not None)
+        return f"{plural(len(selected), 'run')}; {plural(measured, 'config')} to measure, {skipped:,} skipped"
+
+    print_trimmed(
+        console,
+        key_values(
+            [
+                ("configs", "configs the run measures (a seeded sample of them with --max-configs)"),
+                ("skipped", "configs the family rules out for this shape and dtype, recorded as skipped rows"),
+                ("planned", counts(runs)),
+                ("to do", counts([r for r in runs if r.run_id not in committed])),
+            ]
+        ),
     )
+    if notice:
+        console.print(f"[yellow]note[/]: {notice}")
+
+
+LONG_INTERPRETER_CONFIGS = 200
+"""Configs to measure above which an interpreter harvest is called long before it starts: each
+takes seconds of CPU in Triton's interpreter (compile, check, timed passes), so 200 is several
+minutes on a small machine and a bare harvest of every tiny config is hours."""
+LONG_HARVEST_S = 600.0
+"""An estimated duration above which a harvest is called long before it starts."""
+QUICK_LOOK = "--families add_broadcast,softmax --max-configs 2 --dtypes float32"
+"""A selection that harvests in about a minute on the interpreter, for the notice below."""
+
+
+def long_run_notice(configs: int, interpreter: bool, estimated_s: float | None = None) -> str | None:
+    """What to tell a person before a harvest that will take long, or None.
+
+    ``configs``: configs the harvest will measure; ``estimated_s``: its estimated duration in
+    seconds on this machine, when an estimate is available (it then decides, for any device);
+    without one, only an interpreter harvest of more than :data:`LONG_INTERPRETER_CONFIGS`
+    configs is called long."""
+    if estimated_s is not None:
+        if estimated_s < LONG_HARVEST_S:
+            return None
+        how_long = f"about {format_duration(estimated_s)} here (estimated)"
+    elif interpreter and configs > LONG_INTERPRETER_CONFIGS:
+        how_long = "each takes seconds in Triton's CPU interpreter (minutes per hundred configs)"
+    else:
+        return None
+    quick = f" For a first look, select less, e.g. {QUICK_LOOK} (under a minute)." if interpreter else ""
+    return (
+        f"this harvest measures {plural(configs, 'config')}: {how_long}.{quick} "
+        "Ctrl-C stops it at any time, keeping finished runs; the same command resumes."
+    )
+
+
+def print_start(
+    console: Console,
+    resumed: ResumePlan,
+    facts: DeviceFacts,
+    execution: Execution,
+    out: str,
+    notice: str | None = None,
+) -> None:
+    """What the harvest is about to do, before the progress bars; ``notice`` (from
+    :func:`long_run_notice`) as a warning after it."""
+    print_trimmed(
+        console,
+        key_values(
+            [
+                ("harvest", resumed.describe()),
+                ("device", f"{facts.device_name} ({facts.arch}), IR target {execution.target}"),
+                ("workers", plural(execution.workers, "compile worker")),
+                ("dataset", out),
+            ]
+        ),
+    )
+    if notice:
+        console.print(f"[yellow]warning[/]: {notice}")
+
+
+TIME_MEANING = {
+    Timer.CUDA_EVENT.value: "GPU time between CUDA events",
+    Timer.CUDA_GRAPH.value: "GPU time per launch within a CUDA graph replay",
+    Timer.THREAD_CPU.value: "interpreter CPU time of the benchmark thread (not a GPU's time)",
+    Timer.PROCESS_CPU.value: "interpreter CPU time of the benchmark process (not a GPU's time)",
+    Timer.WALL.value: "interpreter wall-clock time (not a GPU's time)",
+}
+"""What a run's ``median_ms`` measures, per timer, for the summary's legend."""
+
+
+def format_duration(seconds: float) -> str:
+    """``42.3 s``, ``3 min 12 s``, ``2 h 05 min``: a duration as a person reads it."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 def timing_line(totals: HarvestTotals) -> str:
@@ -91,14 +215,12 @@ def timing_line(totals: HarvestTotals) -> str:
     rows = [row for result in totals.results for row in result.rows]
     twins = sum(1 for row in rows if row.get("same_binary_as"))
     settings = totals.results[0].timing if totals.results else {}
-    schedule = (
-        f"{settings.get('timing_passes')} interleaved pass(es) x {settings.get('reps_per_pass')} rep(s)"
-        if settings
-        else "no configs timed"
-    )
+    if not settings:
+        return "no configs timed"
     return (
-        f"timing: {settings.get('timer', '-')}, {schedule}; "
-        f"{twins} config(s) shared an identical binary and launch with another and were timed once"
+        f"{settings.get('timer')} timer, {plural(settings.get('timing_passes') or 0, 'interleaved pass', 'interleaved passes')} "
+        f"x {plural(settings.get('reps_per_pass') or 0, 'rep')} per config; "
+        f"{plural(twins, 'config')} timed once for a twin (identical binary and launch)"
     )
 
 
@@ -109,39 +231,123 @@ def compact_config(row: dict) -> str:
     return f"{params} w{row['num_warps']} s{row['num_stages']}".strip()
 
 
-def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out: str, max_rows: int = 25) -> None:
-    statuses = ", ".join(f"{k} {v}" for k, v in sorted(totals.by_status.items(), key=lambda kv: -kv[1]))
-    console.print(f"\n[bold]harvest finished[/]: {totals.runs_done} run(s), {totals.configs_done} config(s) in {elapsed_s:.1f} s -> {out}")
-    console.print(f"configs by status: {statuses or 'none'}")
-    rate = totals.configs_done / elapsed_s if elapsed_s > 0 else 0.0
-    per_config_ms = 1e3 * totals.bookkeeping_s / max(totals.configs_done, 1)
-    console.print(
-        f"throughput {rate:.2f} configs/s; compile {totals.compile_s:.1f} s (summed over workers), "
-        f"benchmark {totals.bench_s:.1f} s, bookkeeping {per_config_ms:.2f} ms/config"
-    )
-    console.print(timing_line(totals))
-    if totals.workers_replaced:
-        reasons = Counter(totals.workers_replaced)
-        console.print(
-            f"measure workers replaced {len(totals.workers_replaced)} time(s): "
-            + ", ".join(f"{why} x{count}" for why, count in reasons.most_common())
-        )
-    table = Table(title="best config per run")
-    for column in ("run", "ok", "best ms", "default ms", "speedup", "best config"):
-        table.add_column(column, justify="right" if column in ("best ms", "default ms", "speedup", "ok") else "left")
-    for result in totals.results[:max_rows]:
+@dataclass(frozen=True)
+class BestOfRun:
+    """One line of the summary's table: a run's best config against its family's default."""
+
+    family: str
+    shape: str
+    dtype: str
+    ok: str
+    """``ok/measured`` configs."""
+    best_ms: float | None
+    default_ms: float | None
+    best_config: str
+
+    @property
+    def speedup(self) -> str:
+        if self.best_ms is None or self.default_ms is None:
+            return "-"
+        return f"{self.default_ms / self.best_ms:.2f}x"
+
+    @staticmethod
+    def of(result: RunResult) -> BestOfRun:
         ok = [r for r in result.rows if r["status"] == Status.OK.value]
         best = min(ok, key=lambda r: r["median_ms"], default=None)
         default = next((r for r in ok if r["is_default"]), None)
-        speedup = f"{default['median_ms'] / best['median_ms']:.2f}x" if best and default else "-"
-        table.add_row(
-            result.run.label,
-            f"{len(ok)}/{len(result.rows)}",
-            f"{best['median_ms']:.4g}" if best else "-",
-            f"{default['median_ms']:.4g}" if default else "-",
-            speedup,
-            compact_config(best) if best else "-",
+        return BestOfRun(
+            family=result.run.family,
+            shape=result.run.shape_name,
+            dtype=result.run.dtype,
+            ok=f"{len(ok)}/{len(result.rows)}",
+            best_ms=best["median_ms"] if best else None,
+            default_ms=default["median_ms"] if default else None,
+            best_config=compact_config(best) if best else "-",
         )
-    if len(totals.results) > max_rows:
-        table.caption = f"{len(totals.results) - max_rows} more run(s) not shown"
-    console.print(table)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def best_configs_legend(timers: Iterable[str], with_default: bool) -> Table:
+    """What the best-config table's columns mean: units, the timer, the config shorthand."""
+    meanings = "; ".join(TIME_MEANING.get(timer, f"{timer} timer") for timer in sorted(set(timers)))
+    rows = [
+        ("ok", "configs measured ok / configs of the run"),
+        ("best ms", f"the fastest config's median time per launch, in milliseconds: {meanings or 'no timer'}"),
+        ("default ms", "the same for the family's default config"),
+        ("speed-up", "default config's ms / best ms"),
+        ("best config", "meta-parameters, then wN = num_warps, sN = num_stages"),
+    ]
+    return key_values(row for row in rows if with_default or row[0] != "default ms")
+
+
+def best_configs_table(rows: list[BestOfRun], with_dtype: bool) -> Table:
+    """The wide layout: one line per run, every column (family, shape, dtype, ..., config)."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("family", "shape", "dtype") if with_dtype else ("family", "shape"):
+        table.add_column(column, no_wrap=True)
+    for column in ("ok", "best ms", "default ms", "speed-up"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("best config", no_wrap=True)
+    for row in rows:
+        run = (row.family, row.shape, row.dtype) if with_dtype else (row.family, row.shape)
+        table.add_row(*run, row.ok, _ms(row.best_ms), _ms(row.default_ms), row.speedup, row.best_config)
+    return table
+
+
+def best_configs_listing(rows: list[BestOfRun], width: int, with_dtype: bool) -> list[Text]:
+    """The narrow layout, for consoles the wide table does not fit: runs under their family,
+    ``default ms`` left out (the speed-up says it), configs folded at their spaces."""
+    listing = [
+        ListingRow(
+            group=row.family,
+            label=f"{row.shape} {row.dtype}" if with_dtype else row.shape,
+            cells=(row.ok, _ms(row.best_ms), row.speedup),
+            tail=row.best_config,
+        )
+        for row in rows
+    ]
+    return grouped_listing(listing, ("ok", "best ms", "speed-up"), "best config", width)
+
+
+def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out: str, max_rows: int = 25) -> None:
+    """The end of a harvest: counts, where time went, how labels were taken, best configs."""
+    statuses = ", ".join(f"{k} {v:,}" for k, v in sorted(totals.by_status.items(), key=lambda kv: -kv[1]))
+    rate = totals.configs_done / elapsed_s if elapsed_s > 0 else 0.0
+    per_config_ms = 1e3 * totals.bookkeeping_s / max(totals.configs_done, 1)
+    facts = [
+        ("dataset", out),
+        ("configs", statuses or "none"),
+        (
+            "time",
+            f"compile {format_duration(totals.compile_s)} (summed over workers), benchmark "
+            f"{format_duration(totals.bench_s)}, bookkeeping {per_config_ms:.2f} ms per config",
+        ),
+        ("timing", timing_line(totals)),
+    ]
+    if totals.workers_replaced:
+        reasons = ", ".join(f"{why} x{count}" for why, count in Counter(totals.workers_replaced).most_common())
+        facts.append(("workers", f"measure worker replaced {plural(len(totals.workers_replaced), 'time')}: {reasons}"))
+    console.print(
+        f"\n[bold]harvest finished[/]: {plural(totals.runs_done, 'run')}, {plural(totals.configs_done, 'config')} "
+        f"in {format_duration(elapsed_s)} ({rate:.2f} configs/s)"
+    )
+    print_trimmed(console, key_values(facts))
+    if not totals.results:
+        return
+    shown = totals.results[:max_rows]
+    rows = sorted((BestOfRun.of(result) for result in shown), key=lambda r: r.family)  # stable: plan order within
+    dtypes = {row.dtype for row in rows}
+    one_dtype = next(iter(dtypes)) if len(dtypes) == 1 else None
+    more = f"; {plural(len(totals.results) - max_rows, 'more run')} not shown" if len(totals.results) > max_rows else ""
+    console.print(f"\n[bold]best config per run[/]{f' (all {one_dtype})' if one_dtype else ''}{more}")
+    table = best_configs_table(rows, with_dtype=one_dtype is None)
+    wide = natural_width(console, table) <= console.width
+    if wide:
+        print_trimmed(console, table)
+    else:
+        for line in best_configs_listing(rows, console.width, with_dtype=one_dtype is None):
+            console.print(line, soft_wrap=True)
+    print_trimmed(console, best_configs_legend((r.timing.get("timer", "") for r in shown), with_default=wide))

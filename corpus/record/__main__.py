@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
         "--device",
         choices=("auto", "cpu", "cuda"),
         default="auto",
-        help="auto: the interpreter when there is no GPU",
+        help="auto: the interpreter when there is no GPU, else the GPU; cpu: the interpreter (default: auto)",
     )
     parser.add_argument(
         "--target",
@@ -32,10 +32,10 @@ def _parser() -> argparse.ArgumentParser:
         "--warmup",
         type=int,
         default=1,
-        help="interpreter bench: untimed calls per config (default 1)",
+        help="interpreter bench: untimed calls per config (default: 1)",
     )
     parser.add_argument(
-        "--rep", type=int, default=5, help="interpreter bench: timed calls per config (default 5)"
+        "--rep", type=int, default=5, help="interpreter bench: timed calls per config (default: 5)"
     )
     parser.add_argument("--no-ir", action="store_true", help="skip IR graphs and static stats")
     return parser

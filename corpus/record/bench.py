@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.helptext import plain
+
 
 @dataclass(frozen=True)
 class RecordBenchConfig:
@@ -134,10 +136,14 @@ def run_bench(config: RecordBenchConfig, out: Any = None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m corpus.record.bench", description=__doc__.splitlines()[0]
+        prog="python -m corpus.record.bench", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--launches", type=int, default=200)
-    parser.add_argument("--blocks", type=int, default=5)
+    parser.add_argument(
+        "--launches", type=int, default=200, help="launches per timed block (default: 200)"
+    )
+    parser.add_argument(
+        "--blocks", type=int, default=5, help="alternating timed blocks per setting (default: 5)"
+    )
     args = parser.parse_args(argv)
     from corpus.harvest.settings import select_interpreter
 

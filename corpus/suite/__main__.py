@@ -24,6 +24,8 @@ from rich.console import Console
 
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
+from corpus.terminal import plural, print_trimmed
+from schemas.helptext import plain
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class CheckCommand:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m corpus.suite", description=__doc__.split("\n\n")[0]
+        prog="python -m corpus.suite", description=plain(__doc__.split("\n\n")[0])
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -74,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="table of families with config/shape/run counts")
     add_suite(listing)
     listing.add_argument(
-        "--scale", choices=SCALES, default="default", help="scale the run counts refer to"
+        "--scale", choices=SCALES, default="default", help="scale the run counts refer to (default: default)"
     )
 
     show = commands.add_parser("show", help="one family: config space, default config, shapes")
@@ -84,33 +86,33 @@ def _parser() -> argparse.ArgumentParser:
     doc = commands.add_parser("doc", help="rewrite the families table of the suite document")
     add_suite(doc)
     doc.add_argument(
-        "--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers"
+        "--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers (default: docs/suite.md)"
     )
-    doc.add_argument("--scale", choices=SCALES, default="default")
+    doc.add_argument("--scale", choices=SCALES, default="default", help="scale of the table's run counts (default: default)")
 
     check = commands.add_parser(
         "check", help="run configs once and compare with the torch reference"
     )
     add_suite(check)
     check.add_argument("names", nargs="*", help="families to check (default: all)")
-    check.add_argument("--scale", choices=SCALES, default="tiny")
+    check.add_argument("--scale", choices=SCALES, default="tiny", help="shape set to check (default: tiny, sized for the interpreter)")
     check.add_argument(
         "--device",
         default="cpu",
-        help="'cpu' runs Triton's interpreter (float32/float16 only); or 'cuda'",
+        help="cpu: Triton's interpreter (float32/float16 only), or cuda (default: cpu)",
     )
     check.add_argument(
         "--samples",
         type=int,
         default=3,
-        help="valid configs sampled per family besides the default",
+        help="valid configs sampled per family besides the default (default: 3)",
     )
-    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--seed", type=int, default=0, help="seed of the config sample and the inputs (default: 0)")
     check.add_argument(
         "--all", dest="every_config", action="store_true", help="check every valid config"
     )
     check.add_argument(
-        "--json", dest="json_path", type=Path, help="also write the results as JSON here"
+        "--json", dest="json_path", type=Path, help="also write the results as JSON to this file (default: none)"
     )
     return parser
 
@@ -120,16 +122,16 @@ def _suites(values: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def run_list(command: ListCommand, console: Console) -> None:
-    from corpus.suite.report import list_table
+    from corpus.suite.report import print_list
 
-    console.print(list_table(load_suite(command.suites), command.scale))
+    print_list(console, load_suite(command.suites), command.scale)
 
 
 def run_show(command: ShowCommand, console: Console) -> None:
-    from corpus.suite.report import show_family
+    from corpus.suite.report import print_family
 
     spec = select(load_suite(command.suites), [command.name])[command.name]
-    console.print(show_family(spec))
+    print_family(console, spec)
 
 
 def run_doc(command: DocCommand, console: Console) -> None:
@@ -180,15 +182,16 @@ def _check(command: CheckCommand, console: Console) -> bool:
         command.seed,
         command.every_config,
     )
-    console.print(check_table(results))
+    print_trimmed(console, check_table(results))
     for r in results:
-        if not r.ok:
+        if not r.ok:  # one line per failure, however long: a log is grepped for them
             console.print(
                 f"[red]FAIL[/] {r.family} {r.shape} {r.dtype} {r.config}: {r.error}",
                 highlight=False,
+                soft_wrap=True,
             )
     failed = sum(not r.ok for r in results)
-    console.print(f"{len(results) - failed} passed, {failed} failed, {len(specs)} families")
+    console.print(f"{len(results) - failed} passed, {failed} failed, {plural(len(specs), 'family', 'families')}")
     if command.json_path is not None:
         command.json_path.write_text(json.dumps([r.as_dict() for r in results], indent=1))
     return failed == 0 and not broken
@@ -200,7 +203,7 @@ def _contract(specs: dict, console: Console) -> int:
 
     problems = [problem for spec in specs.values() for problem in contract_problems(spec)]
     for problem in problems:
-        console.print(f"[red]CONTRACT[/] {problem}", highlight=False)
+        console.print(f"[red]CONTRACT[/] {problem}", highlight=False, soft_wrap=True)  # one line each
     if problems:
         console.print(f"{len(problems)} contract problem(s) (see 'The KernelSpec contract' in docs/suite.md)")
     return len(problems)
@@ -208,8 +211,7 @@ def _contract(specs: dict, console: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    # Piped output (CI logs, files) gets a fixed width instead of rich's 80-column fallback.
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = Console()  # the terminal's width; COLUMNS, or 80, when piped
     suites = _suites(args.suite)
     try:
         if args.command == "list":
@@ -231,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0 if run_check(command, console) else 1
     except (KeyError, ModuleNotFoundError, RuntimeError) as exc:
-        console.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}", highlight=False)
+        console.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}", highlight=False, soft_wrap=True)
         return 2
     return 0
 

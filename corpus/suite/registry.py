@@ -7,6 +7,7 @@ is :data:`BUILTIN_SUITE`; users point the harvest at their own with ``--suite my
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from collections.abc import Iterable
@@ -76,14 +77,34 @@ def load_suite(modules: str | Iterable[str] = BUILTIN_SUITE) -> dict[str, Kernel
     return dict(sorted(specs.items()))
 
 
+class UnknownFamilyError(KeyError):
+    """A family name the suite does not have. A ``KeyError`` for callers that catch those, but
+    printed as its message (a bare ``KeyError`` prints its argument quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def unknown_family_message(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """One line: each unknown name with its closest known ones, then every known family."""
+    known = sorted(known)
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        named.append(f"{name} (did you mean {' or '.join(close)}?)" if close else name)
+    return (
+        f"unknown kernel famil{'y' if len(named) == 1 else 'ies'} {', '.join(named)}; "
+        f"known families: {', '.join(known)}"
+    )
+
+
 def select(specs: dict[str, KernelSpec], names: Iterable[str] | None) -> dict[str, KernelSpec]:
-    """Subset of ``specs`` by family name; unknown names raise with the known ones listed."""
+    """Subset of ``specs`` by family name; unknown names raise :class:`UnknownFamilyError`
+    with the closest known names and every known one."""
     if not names:
         return specs
     wanted = list(names)
     unknown = [n for n in wanted if n not in specs]
     if unknown:
-        raise KeyError(
-            f"unknown kernel famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(specs)}"
-        )
+        raise UnknownFamilyError(unknown_family_message(unknown, specs))
     return {n: specs[n] for n in wanted}

@@ -10,12 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Group
+from rich import box
+from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from corpus.suite.check import CheckResult
 from corpus.suite.spec import CATEGORIES, SCALES, Config, Dims, KernelSpec, shape_name
+from corpus.terminal import ListingRow, fits, grouped_listing, key_values, plural, print_trimmed
 
 
 @dataclass(frozen=True)
@@ -88,38 +89,55 @@ def suite_totals(specs: Mapping[str, KernelSpec], scale: str) -> SuiteTotals:
     return totals([summarize(spec, scale) for spec in specs.values()], scale)
 
 
-def list_table(specs: Mapping[str, KernelSpec], scale: str) -> Table:
-    """One row per family plus a totals footer, for ``python -m corpus.suite list``."""
-    summaries = [summarize(spec, scale) for spec in specs.values()]
+def print_list(console: Console, specs: Mapping[str, KernelSpec], scale: str) -> None:
+    """``python -m corpus.suite list``: one line per family (a table when the console is wide
+    enough, families under their category otherwise), then the totals and what the columns mean."""
+    summaries = sorted((summarize(spec, scale) for spec in specs.values()), key=lambda s: (s.category, s.name))
     total = totals(summaries, scale)
-    table = Table(
-        title=f"kernel suite — runs and valid configs at scale '{scale}'", show_footer=True
-    )
-    table.add_column("family", footer=f"{total.families} families")
-    table.add_column("category", footer=f"{len({s.category for s in summaries})} categories")
-    table.add_column("configs", justify="right", footer=str(sum(s.configs for s in summaries)))
-    shape_footer = "/".join(str(sum(s.shapes[each] for s in summaries)) for each in SCALES)
-    table.add_column(
-        "shapes " + "/".join(each[0] for each in SCALES), justify="right", footer=shape_footer
-    )
-    table.add_column("dtypes")
-    table.add_column("runs", justify="right", footer=str(total.runs))
-    table.add_column("valid configs", justify="right", footer=str(total.valid_configs))
-    for s in summaries:
-        table.add_row(
-            s.name,
+    rows = [
+        ListingRow(
             s.category,
-            str(s.configs),
-            "/".join(str(s.shapes[each]) for each in SCALES),
+            s.name,
+            (f"{s.configs:,}", "/".join(str(s.shapes[each]) for each in SCALES), f"{s.runs:,}", f"{s.valid_configs:,}"),
             " ".join(_SHORT_DTYPES.get(d, d) for d in s.dtypes),
-            str(s.runs),
-            str(s.valid_configs),
         )
-    table.caption = (
-        f"shapes per scale {'/'.join(SCALES)}; run = family x shape x dtype at '{scale}'; "
-        f"{total.valid_configs} of {total.combinations} (shape, dtype, config) combinations are valid"
+        for s in summaries
+    ]
+    headers = ("configs", "shapes", "runs", "valid")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("category", "family", *headers, "dtypes"):
+        table.add_column(column, justify="right" if column in headers else "left", no_wrap=True)
+    for row in rows:
+        table.add_row(row.group, row.label, *row.cells, row.tail)
+    console.print(f"[bold]kernel suite[/]: runs and valid configs at scale '{scale}'")
+    if fits(console, table):
+        print_trimmed(console, table)
+    else:
+        for line in grouped_listing(rows, headers, "dtypes", console.width, label_header="family", min_tail=12):
+            console.print(line, soft_wrap=True)
+    shape_totals = "/".join(str(sum(s.shapes[each] for s in summaries)) for each in SCALES)
+    categories = len({s.category for s in summaries})
+    print_trimmed(
+        console,
+        key_values(
+            [
+                (
+                    "total",
+                    f"{plural(total.families, 'family', 'families')} in {plural(categories, 'category', 'categories')}; "
+                    f"{sum(s.configs for s in summaries):,} configs; shapes {shape_totals}; "
+                    f"{total.runs:,} runs; {total.valid_configs:,} valid",
+                ),
+                ("configs", "size of the family's config space"),
+                ("shapes", f"shapes per scale, {'/'.join(SCALES)}"),
+                ("runs", f"family x shape x dtype at '{scale}': one autotune run each"),
+                (
+                    "valid",
+                    f"(shape, dtype, config) combinations the family allows at '{scale}' "
+                    f"({total.valid_configs:,} of {total.combinations:,})",
+                ),
+            ]
+        ),
     )
-    return table
 
 
 _SHORT_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
@@ -142,45 +160,55 @@ def kernel_name(spec: KernelSpec) -> str:
     return getattr(fn, "__name__", repr(kernel))
 
 
-def show_family(spec: KernelSpec) -> Group:
-    """The ``python -m corpus.suite show NAME`` page of one family."""
+def print_family(console: Console, spec: KernelSpec) -> None:
+    """``python -m corpus.suite show NAME``: the family's facts, then its shapes per scale (a
+    table when the console is wide enough, shapes under their scale otherwise)."""
     space = spec.config_space()
     default = spec.default_config()
-    header = Table.grid(padding=(0, 2))
-    header.add_column(style="bold")
-    header.add_column()
-    header.add_row("family", spec.name)
-    header.add_row("kernel", f"{kernel_name(spec)}  ({type(spec).__module__})")
-    header.add_row("category", spec.category)
-    header.add_row("dtypes", ", ".join(spec.dtypes))
-    header.add_row("outputs", ", ".join(spec.outputs))
-    header.add_row("mutated", ", ".join(spec.mutated) or "none")
-    header.add_row("config space", f"{len(space)} configs")
+    facts: list[tuple[str, str]] = [
+        ("family", spec.name),
+        ("kernel", f"{kernel_name(spec)}  ({type(spec).__module__})"),
+        ("category", spec.category),
+        ("dtypes", ", ".join(spec.dtypes)),
+        ("outputs", ", ".join(spec.outputs)),
+        ("mutated", ", ".join(spec.mutated) or "none"),
+        ("config space", f"{len(space)} configs"),
+    ]
     meta = {name for config in space for name in config.kwargs}
     for knob, values in config_space_summary(space).items():
         role = f"  (role {spec.role_of(knob)})" if knob in meta else ""
-        header.add_row(f"  {knob}", ", ".join(str(v) for v in values) + role)
-    header.add_row("default config", default.launch)
-    header.add_row("flag dims", ", ".join(spec.flag_dims) or "none")
+        facts.append((f"  {knob}", ", ".join(str(v) for v in values) + role))
+    facts += [("default config", default.launch), ("flag dims", ", ".join(spec.flag_dims) or "none")]
+    print_trimmed(console, key_values(facts))
 
-    shapes = Table(title="shapes: flops and bytes moved per launch, valid configs, per dtype")
-    shapes.add_column("scale")
-    shapes.add_column("shape")
-    shapes.add_column("flops", justify="right")
-    for dtype in spec.dtypes:
-        shapes.add_column(f"bytes {_SHORT_DTYPES.get(dtype, dtype)}", justify="right")
-    for dtype in spec.dtypes:
-        shapes.add_column(f"valid {_SHORT_DTYPES.get(dtype, dtype)}", justify="right")
-    for scale in SCALES:
-        for dims in spec.shapes_for(scale):
-            shapes.add_row(
-                scale,
-                shape_name(dims),
+    short = [_SHORT_DTYPES.get(d, d) for d in spec.dtypes]
+    headers = ("flops", *(f"bytes {d}" for d in short), *(f"valid {d}" for d in short))
+    rows = [
+        ListingRow(
+            scale,
+            shape_name(dims),
+            (
                 _si(spec.flops(dims)),
                 *(_si(spec.bytes_moved(dims, d), "B") for d in spec.dtypes),
                 *(f"{_valid_count(spec, space, dims, d)}/{len(space)}" for d in spec.dtypes),
-            )
-    return Group(header, Text(""), shapes)
+            ),
+            "",
+        )
+        for scale in SCALES
+        for dims in spec.shapes_for(scale)
+    ]
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("scale", "shape", *headers):
+        table.add_column(column, justify="left" if column in ("scale", "shape") else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(row.group, row.label, *row.cells)
+    console.print()
+    console.print("[bold]shapes[/]: flops and bytes moved per launch, valid configs, per dtype")
+    if fits(console, table):
+        print_trimmed(console, table)
+    else:
+        for line in grouped_listing(rows, headers, "", console.width, label_header="shape", min_tail=0):
+            console.print(line, soft_wrap=True)
 
 
 def _si(value: int, unit: str = "") -> str:

@@ -1,8 +1,9 @@
 """The notebooks run top to bottom on a tiny real harvest, and are committed without outputs.
 
 Each notebook runs in a real Jupyter kernel (nbclient), as ``make notebooks`` and CI run them;
-any cell that raises fails the test. The dataset is harvested once per session on Triton's
-interpreter (subprocess, 3 families, <= 3 configs per run).
+any cell that raises fails the test. The dataset is the one ``make notebooks`` reads by
+default, ``make demo``'s (harvested once per session on Triton's interpreter: 5 families with
+matmul for the config landscape, <= 4 configs per run; ``demo_dataset`` in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -21,23 +22,17 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from tests.conftest import harvest_tiny
-
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 EXPLORE = NOTEBOOKS / "01_explore_dataset.ipynb"
 COST_MODEL = NOTEBOOKS / "02_cost_model.ipynb"
-HARVEST_FAMILIES = ("matmul", "softmax", "add_broadcast")
-"""matmul for the config landscape; three families so a family split has train, val and test."""
-
-
 @pytest.fixture(scope="session")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A tiny interpreter harvest, once per session. ``KERNEL_CORPUS_NOTEBOOK_TEST_DATASET`` may
-    name an existing harvest to skip it while iterating locally."""
+def dataset(request: pytest.FixtureRequest) -> str:
+    """The session's demo dataset. ``KERNEL_CORPUS_NOTEBOOK_TEST_DATASET`` may name an existing
+    harvest to skip it while iterating locally."""
     prebuilt = os.environ.get("KERNEL_CORPUS_NOTEBOOK_TEST_DATASET")
     if prebuilt:
         return prebuilt
-    return harvest_tiny(tmp_path_factory.mktemp("notebook-harvest") / "dataset", HARVEST_FAMILIES, 3)
+    return str(request.getfixturevalue("demo_dataset"))
 
 
 def execute(path: Path) -> nbformat.NotebookNode:

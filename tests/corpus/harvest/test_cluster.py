@@ -14,25 +14,24 @@ from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.cluster import ACTOR_PREFIX, LANE_RESOURCE
 from corpus.harvest.settings import read_settings
 from schemas import committed_runs, read_table
+from tests.conftest import RAY_LANES
+
+from .conftest import FAMILIES
 
 ray = pytest.importorskip("ray")
 
-FAMILIES = ("add_broadcast", "softmax")
-LANES = 2
+LANES = RAY_LANES
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    """One Ray instance for the module: start-up is slow on a small machine."""
-    ray.init(
-        num_cpus=2, resources={LANE_RESOURCE: LANES}, include_dashboard=False, log_to_driver=False
-    )
-    yield
-    ray.shutdown()
+@pytest.fixture
+def local_ray(ray_cluster):
+    """The session's Ray instance (``ray_cluster``): start-up is slow on a small machine."""
+    assert ray.cluster_resources().get(LANE_RESOURCE) == LANES
+    return ray_cluster
 
 
 def _config(out: Path, **overrides) -> HarvestConfig:
-    base = {"families": FAMILIES, "max_configs": 2, "dtypes": ("float32",), "device": "cpu"}
+    base = {"families": tuple(FAMILIES.split(",")), "max_configs": 2, "dtypes": ("float32",), "device": "cpu"}
     base |= {"workers": 1, "flush_every_s": 0.0}
     return HarvestConfig(str(out), **{**base, **overrides})
 
@@ -53,10 +52,10 @@ def _committed(out: Path) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def single_process(tmp_path_factory) -> list[tuple[str, str]]:
-    out = tmp_path_factory.mktemp("single") / "d"
-    _harvest(out)
-    return sorted(_committed(out))
+def single_process(reference_dataset) -> list[tuple[str, str]]:
+    """The session's unsharded single-process harvest of the same selection (same families,
+    configs per run, dtypes and seed: the same plan), which other harvest tests compare with."""
+    return sorted(_committed(reference_dataset))
 
 
 def test_ray_harvest_equals_a_single_process_harvest(local_ray, single_process, tmp_path):

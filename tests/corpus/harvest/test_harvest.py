@@ -14,7 +14,14 @@ import pyarrow.compute as pc
 from schemas import read_table, scan_table
 from schemas.check import check_dataset
 
-from .conftest import BASE_ARGS, REPO, harvest_command, measured_keys, run_harvest
+from .conftest import (
+    BASE_ARGS,
+    REPO,
+    harvest_command,
+    harvest_in_process,
+    measured_keys,
+    run_harvest,
+)
 
 
 def test_tiny_harvest_is_valid_and_joins_fully(reference_dataset: Path):
@@ -100,9 +107,9 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(reference_dat
 
 def test_two_shards_equal_one_unsharded_harvest(reference_dataset: Path, tmp_path: Path):
     out = tmp_path / "sharded"
-    run_harvest(out, *BASE_ARGS, "--shard", "0/2")
+    harvest_in_process(out, *BASE_ARGS, "--shard", "0/2")
     first = measured_keys(out)
-    run_harvest(out, *BASE_ARGS, "--shard", "1/2")
+    harvest_in_process(out, *BASE_ARGS, "--shard", "1/2")
     assert first and first != measured_keys(out)
     assert measured_keys(out) == measured_keys(reference_dataset)
     assert check_dataset(str(out)).ok

@@ -17,6 +17,7 @@ from tests.corpus.harvest.conftest import (
     BASE_ARGS,
     REPO,
     harvest_command,
+    harvest_in_process,
     measured_keys,
     run_harvest,
 )
@@ -80,7 +81,7 @@ def test_a_failed_setup_is_one_run_level_outcome(tmp_path: Path):
         out, "--suite", "tests.corpus.harvest.setup_kernels", "--workers", "1", "--flush-every", "0"
     )
     # an error the classifier does not know replaces the worker, and the summary says so
-    assert "measure workers replaced 1 time(s): error of unknown cause" in flat(result.stdout)
+    assert "measure worker replaced 1 time: error of unknown cause" in flat(result.stdout)
     [run] = read_table(str(out), "runs", columns=["run_id", "setup_error"]).to_pylist()
     assert REFERENCE_FAILURE in run["setup_error"]
     rows = read_table(
@@ -102,26 +103,24 @@ def flat(text: str) -> str:
 def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
     out = tmp_path / "resume"
     args = ["--families", "softmax", "--dtypes", "float32", "--workers", "2", "--flush-every", "0"]
-    run_harvest(out, *args, "--max-configs", "2")
+    harvest_in_process(out, *args, "--max-configs", "2")
     first = measured_keys(out)
     runs = {run_id for run_id, _ in first}
     assert len(first) == 2 * len(runs)
-    result = run_harvest(out, *args, "--max-configs", "4")
-    assert f"{len(first)} config(s) already measured with the same bench settings skipped" in flat(
-        result.stdout
-    )
+    printed = harvest_in_process(out, *args, "--max-configs", "4")
+    assert f"{len(first)} config(s) already measured with the same bench settings skipped" in flat(printed)
     table = read_table(str(out), "measurements", columns=["run_id", "config_id", "harvest_id"])
     keys = list(zip(table.column("run_id").to_pylist(), table.column("config_id").to_pylist()))
     assert len(keys) == len(set(keys)) == 4 * len(runs)  # 4 configs per run, none twice
     assert first < set(keys)
     assert len(set(table.column("harvest_id").to_pylist())) == 2
-    again = run_harvest(out, *args, "--max-configs", "4")
-    assert "0 run(s) to do" in flat(again.stdout)
+    again = harvest_in_process(out, *args, "--max-configs", "4")
+    assert "0 run(s) to do" in flat(again)
     assert check_dataset(str(out)).ok
 
     # Other bench settings: every config is measured again, and the summary says why.
-    remeasured = run_harvest(out, *args, "--max-configs", "4", "--rep", "3")
-    assert f"{len(keys)} config(s) measured again (reps_per_pass" in flat(remeasured.stdout)
+    remeasured = harvest_in_process(out, *args, "--max-configs", "4", "--rep", "3")
+    assert f"{len(keys)} config(s) measured again (reps_per_pass" in flat(remeasured)
     latest = read_table(
         str(out), "measurements", columns=["run_id", "config_id"], harvests="latest"
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from corpus.suite.__main__ import main
-from corpus.suite.registry import load_suite, register, select
+from corpus.suite.registry import load_suite, register, select, unknown_family_message
 from corpus.suite.report import families_markdown, replace_families_table
 from corpus.suite.spec import KernelSpec
 
@@ -67,7 +67,7 @@ def test_plugin_suite_registers_lists_and_shows(
 
     assert main(["list", "--suite", suite]) == 0
     listing = capsys.readouterr().out
-    assert "my_axpy" in listing and "1 families" in listing and "add_broadcast" not in listing
+    assert "my_axpy" in listing and "1 family in 1 category" in listing and "add_broadcast" not in listing
 
     assert main(["list", "--suite", suite, "--suite", "corpus.suite.kernels"]) == 0
     both = capsys.readouterr().out
@@ -122,11 +122,22 @@ def test_plugin_suite_checks_against_reference_in_interpreter(
 def test_unknown_family_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     specs = load_suite()
     with pytest.raises(
-        KeyError, match="unknown kernel family no_such_family; known: .*add_broadcast"
-    ):
+        KeyError, match="unknown kernel family no_such_family; known families: .*add_broadcast"
+    ) as caught:
         select(specs, ["no_such_family"])
-    assert main(["show", "no_such_family"]) == 2
-    assert "unknown kernel family no_such_family" in capsys.readouterr().out
+    assert str(caught.value).startswith("unknown")  # printed as a sentence, not a quoted key
+    assert main(["show", "softmx"]) == 2
+    [line] = capsys.readouterr().out.splitlines()  # one line, however wide the terminal
+    assert line.startswith("error: unknown kernel family softmx (did you mean softmax or ")
+    assert "; known families: add_broadcast, " in line and "'" not in line and line.endswith("welford")
+
+
+def test_each_misspelled_family_gets_its_closest_names():
+    message = unknown_family_message(["matmull", "nothing_like_it"], ["matmul", "matmul_splitk", "softmax"])
+    assert message == (
+        "unknown kernel families matmull (did you mean matmul or matmul_splitk?), nothing_like_it; "
+        "known families: matmul, matmul_splitk, softmax"
+    )
 
 
 def test_unknown_suite_module_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,127 @@
+"""What a person sees of a harvest, laid out for an 80-column terminal and for a wide one:
+the dry run's plan, the start lines and the end summary of a real (in-process) harvest."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.report import print_summary
+from corpus.harvest.settings import read_settings
+from corpus.terminal import ListingRow, grouped_listing
+
+# attention_decode's tiny shapes have 44-character names: the longest labels of the tiny suite
+FAMILIES = ("attention_decode", "add_broadcast")
+WIDTHS = (80, 160)
+
+
+def render(width: int, draw) -> str:
+    console = Console(file=io.StringIO(), width=width, force_terminal=False)
+    draw(console)
+    return console.file.getvalue()
+
+
+def assert_fits(text: str, width: int) -> None:
+    lines = text.splitlines()
+    assert lines
+    assert max(map(len, lines)) <= width, max(lines, key=len)
+    assert not [line for line in lines if line != line.rstrip()], "trailing blanks"
+
+
+@pytest.fixture(scope="module")
+def harvest(tmp_path_factory) -> tuple[object, dict[int, str]]:
+    """(the harvest's outcome, {width: its console output at that width} of the dry run)."""
+    out = tmp_path_factory.mktemp("report") / "d"
+    config = HarvestConfig(str(out), families=FAMILIES, max_configs=2, device="cpu", workers=2, flush_every_s=0.0)
+    plans = {
+        width: render(width, lambda c: run_harvest(HarvestConfig(**{**config.__dict__, "dry_run": True}), read_settings(), c))
+        for width in WIDTHS
+    }
+    outcome = run_harvest(config, read_settings(), Console(file=io.StringIO()))
+    assert outcome.totals is not None and outcome.totals.results
+    return outcome, plans
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_summary_fits_the_terminal_and_names_its_units(harvest, width):
+    outcome, _ = harvest
+    text = render(width, lambda c: print_summary(c, outcome.totals, 75.0, "some/dataset"))
+    assert_fits(text, width)
+    flat = " ".join(text.split())
+    assert "interpreter CPU time" in flat and "milliseconds" in flat
+    assert "wN = num_warps, sN = num_stages" in flat
+    assert "1 min 15 s" in flat
+    for result in outcome.totals.results:
+        # a run's label is never cut or wrapped: its shape is whole on one line
+        assert re.search(rf"^\s*(\S+\s+)?{result.run.shape_name}\b", text, re.M), result.run.shape_name
+
+
+def test_a_wide_terminal_gets_one_line_per_run(harvest):
+    outcome, _ = harvest
+    text = render(240, lambda c: print_summary(c, outcome.totals, 75.0, "some/dataset"))
+    assert_fits(text, 240)
+    assert "default ms" in text  # the wide table has every column
+    for result in outcome.totals.results:
+        [line] = [
+            line for line in text.splitlines() if f" {result.run.shape_name} " in line and f" {result.run.dtype} " in line
+        ]
+        assert line.startswith(result.run.family) and re.search(r" w\d+ s\d+$", line)
+
+
+def test_a_narrow_terminal_groups_runs_under_their_family(harvest):
+    outcome, _ = harvest
+    text = render(80, lambda c: print_summary(c, outcome.totals, 75.0, "some/dataset"))
+    assert "default ms" not in text  # left out, and out of the legend: the speed-up says it
+    lines = text.splitlines()
+    for family in FAMILIES:
+        assert lines.count(family) == 1  # a heading line of its own
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_dry_run_plan_fits_the_terminal(harvest, width):
+    outcome, plans = harvest
+    assert_fits(plans[width], width)
+    for run in outcome.planned:
+        assert run.run_id in plans[width] and run.shape_name in plans[width]
+    assert f"planned {len(outcome.planned)} runs" in " ".join(plans[width].split())
+
+
+def test_grouped_listing_folds_only_the_tail_and_gives_long_labels_their_own_line():
+    rows = [
+        ListingRow("fam", "short", ("1/2", "3.5"), "A=1 B=2 C=3 D=4 E=5 F=6 G=7 H=8 I=9 J=10 K=11"),
+        ListingRow("fam", "x" * 50, ("2/2", "10.25"), "A=1"),
+        ListingRow("other", "mid", ("0/1", "-"), ""),
+    ]
+    lines = [line.plain for line in grouped_listing(rows, ("ok", "ms"), "config", 60)]
+    assert max(map(len, lines)) <= 60 and all(line == line.rstrip() for line in lines)
+    assert lines[1] == "fam" and "other" in lines
+    short = next(i for i, line in enumerate(lines) if line.startswith("  short "))
+    assert lines[short].split()[1:3] == ["1/2", "3.5"] and lines[short + 1].startswith(" " * 20)  # folded tail
+    long = lines.index("  " + "x" * 50)
+    assert lines[long + 1].split() == ["2/2", "10.25", "A=1"]  # its cells on the next line
+
+
+def test_a_misspelled_family_is_one_line_with_the_closest_names(capsys):
+    from corpus.harvest.__main__ import main
+
+    assert main(["--families", "softmx", "--dry-run", "--device", "cpu"]) == 2
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("error: unknown kernel family softmx (did you mean softmax")
+    assert "known families: add_broadcast, " in line and "'" not in line
+
+
+def test_a_long_harvest_is_called_long_before_it_starts():
+    from corpus.harvest.report import LONG_INTERPRETER_CONFIGS, QUICK_LOOK, long_run_notice
+
+    bare = long_run_notice(6500, interpreter=True)  # a bare CPU harvest: every tiny config
+    assert bare and "6,500 configs" in bare and QUICK_LOOK in bare and "resumes" in bare
+    assert long_run_notice(LONG_INTERPRETER_CONFIGS, interpreter=True) is None
+    assert long_run_notice(48, interpreter=True) is None  # make demo's harvest
+    assert long_run_notice(6500, interpreter=False) is None  # a GPU: no estimate, no guess
+    estimated = long_run_notice(6500, interpreter=False, estimated_s=7200)
+    assert estimated and "about 2 h 00 min here (estimated)" in estimated and QUICK_LOOK not in estimated
+    assert long_run_notice(6500, interpreter=True, estimated_s=120) is None  # an estimate decides

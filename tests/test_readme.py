@@ -1,0 +1,110 @@
+"""The README's first hour, as written: every bash and python block of README.md runs, from a
+fresh directory holding what ``make demo`` makes (``demo-dataset``, ``demo-train``) and the
+clone's ``tests/`` and ``docs/``, unless the line before the block says why it is not run
+(``<!-- not run: needs a GPU -->``: a GPU, a cluster, the network, an install, or minutes of
+work that other tests cover). Each block runs on its own copy of the demo files, so it uses
+their names or creates what it uses, and leaves nothing behind for the next one."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+RUN_LANGUAGES = ("bash", "sh", "python")
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```(?P<language>[\w-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
+)
+NOT_RUN = re.compile(r"^<!-- not run: (?P<why>.+?) -->$")
+CLONE_ENTRIES = ("tests", "docs")
+"""What snippets use of the clone beside the installed packages (fixture files, the schema
+reference): linked into each snippet's directory."""
+
+
+@dataclass(frozen=True)
+class Snippet:
+    line: int
+    """Line of the opening fence in README.md (1-based)."""
+    language: str
+    code: str
+    not_run: str | None
+    """Why the block is not run, from the marker on the line before it; None: it runs."""
+
+    @property
+    def name(self) -> str:
+        first = next((line.strip() for line in self.code.splitlines() if line.strip()), "")
+        return f"README.md:{self.line} {first[:50]}"
+
+
+def snippets(text: str) -> list[Snippet]:
+    """The bash/sh/python blocks of ``text``, in order."""
+    found = []
+    lines = text.splitlines()
+    for match in FENCE.finditer(text):
+        if match.group("language") not in RUN_LANGUAGES:
+            continue
+        line = text.count("\n", 0, match.start()) + 1
+        before = next((lines[i].strip() for i in range(line - 2, -1, -1) if lines[i].strip()), "")
+        marker = NOT_RUN.match(before)
+        code = textwrap.dedent(match.group("code"))  # a block inside a list item is indented
+        found.append(Snippet(line, match.group("language"), code, marker and marker.group("why")))
+    return found
+
+
+SNIPPETS = snippets(README.read_text())
+RUNNABLE = [s for s in SNIPPETS if s.not_run is None]
+
+
+def test_markers_sit_right_before_a_block():
+    lines = README.read_text().splitlines()
+    for number, line in enumerate(lines):
+        if NOT_RUN.match(line.strip()):
+            following = next((later for later in lines[number + 1 :] if later.strip()), "")
+            assert following.startswith("```"), f"README.md:{number + 1}: a not-run marker with no block after it"
+    assert RUNNABLE, "no README block runs"
+
+
+def test_python_blocks_parse():
+    for snippet in SNIPPETS:
+        if snippet.language == "python":
+            compile(snippet.code, snippet.name, "exec")
+
+
+@pytest.fixture
+def snippet_dir(tmp_path: Path, demo_dataset: Path, demo_train: Path) -> Path:
+    """A directory like the clone's root after ``make demo``: copies of demo-dataset and
+    demo-train, links to the clone's tests/ and docs/."""
+    shutil.copytree(demo_dataset, tmp_path / "demo-dataset", symlinks=False)
+    shutil.copytree(demo_train, tmp_path / "demo-train", symlinks=False)
+    for entry in CLONE_ENTRIES:
+        (tmp_path / entry).symlink_to(REPO / entry, target_is_directory=True)
+    return tmp_path
+
+
+@pytest.mark.parametrize("snippet", RUNNABLE, ids=lambda s: s.name)
+def test_readme_block_runs_as_written(snippet: Snippet, snippet_dir: Path):
+    env = {
+        **os.environ,
+        # `python` is this interpreter, as after `source .venv/bin/activate`
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "KERNEL_CORPUS_TRAIN_CACHE": str(snippet_dir / ".train-cache"),
+        "COLUMNS": "100",
+    }
+    if snippet.language == "python":
+        script = snippet_dir / f"readme_{snippet.line}.py"
+        script.write_text(snippet.code)
+        command = [sys.executable, script.name]
+    else:
+        command = ["bash", "-e", "-o", "pipefail", "-c", snippet.code]
+    done = subprocess.run(command, cwd=snippet_dir, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{snippet.name} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
