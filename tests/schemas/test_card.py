@@ -93,7 +93,7 @@ def test_card_refuses_what_is_not_a_dataset(
 ) -> None:
     with pytest.raises(DatasetError, match="no runs table"):
         write_card(str(tmp_path))
-    assert main(["card", str(tmp_path)]) == 1
+    assert main(["card", str(tmp_path)]) == 2
     assert "no runs table" in capsys.readouterr().out
     assert not (tmp_path / CARD_MARKDOWN).exists()
 

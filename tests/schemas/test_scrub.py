@@ -137,7 +137,7 @@ def test_scrub_refuses_an_invalid_file_before_changing_anything(v1_copy: str) ->
     with pytest.raises(DatasetError, match=re.escape(victim.name)):
         scrub_dataset(v1_copy)
     assert sorted(_file_names(v1_copy)) == names
-    assert main(["scrub", v1_copy]) == 1
+    assert main(["scrub", v1_copy]) == 2
 
 
 # ---------------------------------------------------------------------------- paths

@@ -181,4 +181,4 @@ def test_cli_check_names_the_file(damaged):
         text=True,
         check=False,
     )
-    assert result.returncode == 1 and victim.name in result.stdout.replace("\n", "")
+    assert result.returncode == 2 and victim.name in result.stdout.replace("\n", "")
