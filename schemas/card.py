@@ -133,9 +133,7 @@ class Card:
         except ValueError as exc:
             raise CardError(f"{path}: not JSON ({exc})") from None
         if not isinstance(data, dict) or "card_format" not in data:
-            raise CardError(
-                f"{path}: not a kernel-corpus dataset card (no card_format field)"
-            )
+            raise CardError(f"{path} is not a kernel-corpus dataset card (no card_format field)")
         values = {}
         for name, spec in cls.__dataclass_fields__.items():
             if name in data:
@@ -257,20 +255,13 @@ def check_card_files(url: str, *, force: bool = False) -> None:
     readme = _read_text(loc, CARD_MARKDOWN)
     if readme is not None and CARD_MARKER not in readme and _LEGACY_MARKER not in readme:
         raise CardError(
-            f"{_root_path(loc, CARD_MARKDOWN)} was not written by kernel-corpus; it would be "
-            "replaced by the dataset card (use another directory, or force it)"
+            f"{_root_path(loc, CARD_MARKDOWN)} was not written by kernel-corpus; it is not "
+            "replaced by the dataset card (use another directory, or force the replacement)"
         )
-    text = _read_text(loc, CARD_JSON)
-    if text is not None:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict) or "card_format" not in data:
-            raise CardError(
-                f"{_root_path(loc, CARD_JSON)} is not a kernel-corpus dataset card; it would be "
-                "replaced (use another directory, or force it)"
-            )
+    try:
+        read_card(url)
+    except CardError as exc:
+        raise CardError(f"{exc}; it is not replaced (fix or remove it, or force the replacement)") from None
 
 
 def read_card(url: str) -> Card | None:

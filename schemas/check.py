@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -65,7 +66,11 @@ class CheckReport:
 
 
 def check_dataset(
-    url: str, *, fix: bool = False, temporary_age_s: float = STALE_TEMPORARY_AGE_S
+    url: str,
+    *,
+    fix: bool = False,
+    temporary_age_s: float = STALE_TEMPORARY_AGE_S,
+    on_wait: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Validate every file, version, schema, key and join of the dataset at ``url``.
 
@@ -73,12 +78,13 @@ def check_dataset(
     killed writers) and drop identical repeated ``runs``/``measurements`` rows of a retried
     flush (:func:`schemas.repair.repair_repeats`), holding the dataset's maintenance lock.
     Other damage is reported, not repaired. Raises DatasetError when the storage refuses the
-    fix (read-only); the check itself only reads.
+    fix (read-only); the check itself only reads. ``on_wait(holder)``: called when another
+    maintenance command holds the lock the fix waits for.
     """
     report = CheckReport()
     loc = resolve(url)
     if fix:
-        _fix(loc, report, temporary_age_s)
+        _fix(loc, report, temporary_age_s, on_wait)
     _check_temporaries(loc, report, temporary_age_s)
     tables: dict[str, pa.Table] = {}
     found_by_table: dict[str, TableFiles] = {}
@@ -122,8 +128,13 @@ def _read_table(
     return found, table
 
 
-def _fix(loc: Location, report: CheckReport, temporary_age_s: float) -> None:
-    with maintenance_lock(loc, "check --fix"):
+def _fix(
+    loc: Location,
+    report: CheckReport,
+    temporary_age_s: float,
+    on_wait: Callable[[str], None] | None,
+) -> None:
+    with maintenance_lock(loc, "check --fix", on_wait):
         try:
             removed = remove_stale_temporaries(loc, list(TABLES), temporary_age_s)
         except OSError as exc:

@@ -69,7 +69,9 @@ def run_check(
     ``fix``: first remove write temporaries older than ``temporary_age_s`` seconds and repair
     repeated keys (:func:`schemas.repair.repair_repeats`); what was changed is printed."""
     console = console or Console()
-    report = check_dataset(url, fix=fix, temporary_age_s=temporary_age_s)
+    report = check_dataset(
+        url, fix=fix, temporary_age_s=temporary_age_s, on_wait=_waiting(console, "check --fix")
+    )
     for line in report.fixed:
         console.print(f"[cyan]fixed[/]: {line}", soft_wrap=True)
     table = Table(title=f"dataset {url}")

@@ -9,6 +9,7 @@ reader sees never depends on crashes or on how many writers raced.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -439,14 +440,16 @@ class _KeyCheck:
     def __init__(self, loc: Location, table: str, found: TableFiles) -> None:
         self.loc, self.table, self.found = loc, table, found
         self.done = False
+        self.lock = threading.Lock()  # polars may run batches of one frame in parallel
 
     def __call__(self, batch: pl.DataFrame) -> pl.DataFrame:
-        if not self.done:
-            listings = iter([self.found])  # files replaced since: the merged ones hold the rows
-            stable(
-                lambda: keys_unique(
-                    self.loc, self.table, next(listings, None) or table_files(self.loc, self.table)
+        with self.lock:
+            if not self.done:
+                listings = iter([self.found])  # files replaced since: the merged ones hold the rows
+                stable(
+                    lambda: keys_unique(
+                        self.loc, self.table, next(listings, None) or table_files(self.loc, self.table)
+                    )
                 )
-            )
-            self.done = True
+                self.done = True
         return batch
