@@ -227,9 +227,9 @@ def write_card(
     check_card_files(url, force=force)
     try:
         previous = read_card(url)
-    except CardError:
+    except CardError as exc:
         if not force:
-            raise
+            raise CardError(f"{exc}; not replaced (fix or remove it, or pass --force)") from None
         previous = None
     card = build_card(url, previous=previous)
     if title:
@@ -245,10 +245,13 @@ def write_card(
     return card
 
 
-def check_card_files(url: str, *, force: bool = False) -> None:
-    """Refuse (:class:`CardError`) to go on when the dataset root holds a ``README.md`` or a
-    ``card.json`` that kernel-corpus did not write (e.g. a project's own README), unless
-    ``force``. Harvests call it before any work, so the refusal comes first, not last."""
+def check_card_files(url: str, *, force: bool = False, force_flag: str = "--force") -> None:
+    """Refuse (:class:`CardError`) when the dataset root holds a ``README.md`` or a
+    ``card.json`` that kernel-corpus did not write (a project's own README, another tool's
+    JSON), which the card would replace, unless ``force``. A card.json of ours that is
+    damaged passes here: :func:`write_card` refuses it without replacing it. Harvests call
+    this before any work, so the refusal comes first, not last; ``force_flag`` is the option
+    the message names."""
     if force:
         return
     loc = resolve(url)
@@ -256,12 +259,18 @@ def check_card_files(url: str, *, force: bool = False) -> None:
     if readme is not None and CARD_MARKER not in readme and _LEGACY_MARKER not in readme:
         raise CardError(
             f"{_root_path(loc, CARD_MARKDOWN)} was not written by kernel-corpus; it is not "
-            "replaced by the dataset card (use another directory, or force the replacement)"
+            f"replaced by the dataset card (use another directory, or pass {force_flag})"
         )
+    text = _read_text(loc, CARD_JSON)
     try:
-        read_card(url)
-    except CardError as exc:
-        raise CardError(f"{exc}; it is not replaced (fix or remove it, or force the replacement)") from None
+        data = json.loads(text) if text is not None else None
+    except ValueError:
+        return  # unreadable, perhaps ours: write_card refuses it, naming the problem
+    if text is not None and (not isinstance(data, dict) or "card_format" not in data):
+        raise CardError(
+            f"{_root_path(loc, CARD_JSON)} is not a kernel-corpus dataset card; it is not "
+            f"replaced (use another directory, or pass {force_flag})"
+        )
 
 
 def read_card(url: str) -> Card | None:
