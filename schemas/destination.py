@@ -15,14 +15,14 @@ import posixpath
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from schemas.card import CARD_JSON, CARD_MARKDOWN, check_card_files
+from schemas.card import check_card_files
 from schemas.errors import DatasetError
 from schemas.locking import LOCK_DIR
 from schemas.storage import Location, probe_writable, resolve
 from schemas.tables import TABLES
 
-OWN_ENTRIES = frozenset({*TABLES, LOCK_DIR, CARD_MARKDOWN, CARD_JSON})
-"""Entries of a dataset root that kernel-corpus makes."""
+OWN_ENTRIES = frozenset({*TABLES, LOCK_DIR})
+"""Entries of a dataset root that only kernel-corpus makes (a README.md may be anyone's)."""
 
 SHOWN = 3
 

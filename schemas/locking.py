@@ -154,3 +154,41 @@ def maintenance_lock(
     files holds it, so they never work on one dataset at once. ``on_wait(holder)`` is called
     when another command holds it (e.g. to say what this one waits for)."""
     return dataset_lock(loc, MAINTENANCE, wait=True, holder=holder_line(command), on_wait=on_wait)
+
+
+def lock_files(loc: Location) -> list[str]:
+    """Every lock file under ``DIR/.locks/`` (local datasets; empty elsewhere)."""
+    if not is_lockable(loc):
+        return []
+    found = []
+    for directory, _, names in os.walk(posixpath.join(loc.root, LOCK_DIR)):
+        found += [posixpath.join(directory, n) for n in names if n.endswith(".lock")]
+    return sorted(found)
+
+
+def clear_idle_locks(loc: Location) -> int:
+    """Empty the holder line of every lock no process holds (a lock file of an older version
+    may name the host of a killed holder, and lock files travel with a copied dataset);
+    returns how many lines were cleared. Held locks are left alone."""
+    cleared = 0
+    for path in lock_files(loc):
+        name = posixpath.relpath(path, posixpath.join(loc.root, LOCK_DIR)).removesuffix(".lock")
+        lock = FileLock(loc, name, "")
+        if lock.current_holder() and lock.acquire(wait=False):
+            lock.release()  # releasing empties the line
+            cleared += 1
+    return cleared
+
+
+def holders_naming_hosts(loc: Location) -> list[str]:
+    """Lock files whose holder line is not an anonymous one (written by older versions)."""
+    named = []
+    for path in lock_files(loc):
+        try:
+            with open(path) as handle:
+                line = handle.read().strip()
+        except OSError:
+            continue
+        if line and "anon-" not in line:
+            named.append(path)
+    return named

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from schemas.compact import key_reader, present_tables
 from schemas.errors import DatasetError
-from schemas.locking import maintenance_lock
+from schemas.locking import LOCK_DIR, clear_idle_locks, holders_naming_hosts, maintenance_lock
 from schemas.machine import ANONYMOUS_PREFIX, anonymize_host, is_anonymous
 from schemas.paths import (
     FREE_PATH_RE2,
@@ -105,7 +105,11 @@ def scrub_dataset(
         found = {name: table_files(loc, name) for name in present}  # listed under the lock
         rewrite = _path_rewriter(url)
         anonymize = lambda host: anonymize_host(host, state_dir=state_dir)  # noqa: E731
-        return [_scrub_table(loc, name, found[name], rewrite, anonymize) for name in present]
+        results = [_scrub_table(loc, name, found[name], rewrite, anonymize) for name in present]
+        cleared = clear_idle_locks(loc)  # lock lines of older versions named the host
+        if cleared:
+            results.append(ScrubResult(LOCK_DIR, files_rewritten=cleared))
+        return results
 
 
 def _path_rewriter(url: str) -> Callable[[str], str]:
@@ -234,6 +238,12 @@ def publication_warnings(loc: Location, tables: dict[str, pa.Table]) -> list[str
     if named_files:
         warnings.append(
             f"{len(named_files)} file name(s) carry a host name, e.g. {named_files[0]}; `scrub` renames them"
+        )
+    named_locks = holders_naming_hosts(loc)
+    if named_locks:
+        warnings.append(
+            f"{len(named_locks)} lock file(s) name a host, e.g. {posixpath.relpath(named_locks[0], loc.root)}; "
+            "`scrub` empties those no process holds"
         )
     return warnings
 

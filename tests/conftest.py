@@ -1,16 +1,26 @@
 """Session-wide test set-up: a private Triton cache, so results never depend on what other
-checkouts (other paths, other source locations) left in ~/.triton/cache."""
+checkouts (other paths, other source locations) left in ~/.triton/cache; removed when the
+session ends (when this file made it)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="kernel-corpus-test-cache-"))
+_OWN_TRITON_CACHE: str | None = None
+if "TRITON_CACHE_DIR" not in os.environ:
+    _OWN_TRITON_CACHE = tempfile.mkdtemp(prefix="kernel-corpus-test-cache-")
+    os.environ["TRITON_CACHE_DIR"] = _OWN_TRITON_CACHE
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _OWN_TRITON_CACHE is not None:
+        shutil.rmtree(_OWN_TRITON_CACHE, ignore_errors=True)
 
 
 def harvest_tiny(out: Path, families: Sequence[str], max_configs: int) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from extract.bench import DEFAULT_CASES, BenchConfig, run_bench
+from schemas.argtypes import positive_int
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help=f"cases file (default {DEFAULT_CASES})")
     parser.add_argument("--fixtures", type=Path, help="time the IR files in this directory instead of compiling")
     parser.add_argument("--target", default="sm_90")
-    parser.add_argument("--reps", type=int, default=7, help="extractions per graph (median taken)")
+    parser.add_argument("--reps", type=positive_int, default=7, help="extractions per graph (median taken)")
     parser.add_argument("--only", default="", help="comma-separated case names")
     args = parser.parse_args(argv)
     config = BenchConfig(

@@ -205,3 +205,15 @@ def test_bad_arguments_are_refused_at_parse_time(dataset: str, capsys, args: lis
         main(args)
     assert stop.value.code == 2
     assert "expected" in capsys.readouterr().err
+
+
+def test_scrub_empties_lock_lines_of_older_versions_that_name_a_host(dataset: str) -> None:
+    """Older lock files said ``pid N on HOST``, survived a SIGKILL and travelled with a copied
+    dataset."""
+    old = Path(dataset, ".locks", "harvest-0123.lock")
+    old.parent.mkdir()
+    old.write_text(f"pid 4242 on {HOST}")
+    assert any("lock file(s) name a host" in w for w in check_dataset(dataset).warnings)
+    results = scrub.scrub_dataset(dataset)
+    assert old.read_text() == "" and any(r.table == ".locks" and r.files_rewritten == 1 for r in results)
+    assert not any("lock file" in w for w in check_dataset(dataset).warnings)
