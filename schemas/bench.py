@@ -180,17 +180,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--samples", type=non_negative_int, default=50, help="raw samples per row for the second pass")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--rounds", type=positive_int, default=3, help="timed reads per reader for the ratios (median; default 3)")
+    parser.add_argument("--ratios-only", action="store_true", help="only the gated vs plain reader ratios")
     args = parser.parse_args(argv)
     config = BenchConfig(args.rows, args.rows_per_file, args.samples, args.seed, args.rounds)
     print(f"measurements table, {config.rows:,} synthetic rows, zstd, {config.rows_per_file:,} rows per file")
-    print(f"{'variant':<22}{'write rows/s':>15}{'read pyarrow rows/s':>22}{'read polars rows/s':>21}{'bytes/row':>12}")
-    for label, samples in (("no samples", 0), (f"{config.samples_per_row} samples/row", config.samples_per_row)):
-        result = bench_once(config, samples)
-        print(
-            f"{label:<22}{result['write_rows_per_s']:>15,.0f}{result['read_arrow_rows_per_s']:>22,.0f}"
-            f"{result['read_polars_rows_per_s']:>21,.0f}{result['bytes_per_row']:>12.1f}"
-        )
-    print()
+    if not args.ratios_only:
+        print(f"{'variant':<22}{'write rows/s':>15}{'read pyarrow rows/s':>22}{'read polars rows/s':>21}{'bytes/row':>12}")
+        for label, samples in (("no samples", 0), (f"{config.samples_per_row} samples/row", config.samples_per_row)):
+            result = bench_once(config, samples)
+            print(
+                f"{label:<22}{result['write_rows_per_s']:>15,.0f}{result['read_arrow_rows_per_s']:>22,.0f}"
+                f"{result['read_polars_rows_per_s']:>21,.0f}{result['bytes_per_row']:>12.1f}"
+            )
+        print()
     print(f"gated readers vs plain ones on the same files (no samples; median of {config.rounds}; goal <= 1.3x):")
     print(f"{'reader':<34}{'gated s':>10}{'plain s':>10}{'ratio':>8}  plain")
     plain_names = {"read_table": "pyarrow.dataset(...).to_table()", "scan_table().collect()": "pl.scan_parquet(...).collect()"}
