@@ -34,6 +34,7 @@ from schemas.keys import (
     UNIQUE_KEYED,
     RepeatedKeys,
     dedupe,
+    distinct_by_hash,
     refuse_repeats,
     repeated_keys,
 )
@@ -241,11 +242,12 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
         return True
     key = list(table_spec(table).key)
     keys = rows.select(key) if rows is not None else _read_files(loc, table, found, key, None)
-    repeats = repeated_keys(keys, key)
-    if table in UNIQUE_KEYED:
-        refuse_repeats(table, repeats)
-    if repeats.extra:
-        return False
+    if keys.num_rows > 1 and not distinct_by_hash(keys, key):
+        repeats = repeated_keys(keys, key)  # exact, with an example for the message
+        if table in UNIQUE_KEYED:
+            refuse_repeats(table, repeats)
+        if repeats.extra:
+            return False
     verdicts.remember(loc, table, found.stats)
     return True
 

@@ -79,8 +79,17 @@ def remember(loc: Location, table: str, files: Sequence[FileStat]) -> None:
             temporary.unlink()
 
 
+def forget(loc: Location, table: str) -> None:
+    """Drop what is remembered about ``table`` of ``loc`` (here and in the user cache): the
+    next read checks its keys again (benchmarks of that first read)."""
+    slot, _ = fingerprint(loc, table, [])
+    _memory.pop(slot, None)
+    with contextlib.suppress(OSError):
+        (_directory() / slot).unlink()
+
+
 def forget_all() -> None:
-    """Drop the verdicts of this process (tests, and ``check``, which trusts none)."""
+    """Drop the verdicts of this process (the user cache keeps its own)."""
     _memory.clear()
 
 

@@ -116,19 +116,20 @@ def test_older_version_goes_through_registered_migration(dataset, monkeypatch):
 
 @pytest.fixture
 def counted_checks(monkeypatch, tmp_path):
-    """Count the key checks (group-bys over a table's keys); verdicts in a private cache."""
+    """Count the key checks (reads of a table's keys to check them); verdicts in a private
+    cache."""
     from schemas import reader, verdicts
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     verdicts.forget_all()
     calls: list[str] = []
-    real = reader.repeated_keys
+    real = reader.distinct_by_hash
 
     def counting(table, key):
         calls.append(",".join(key))
         return real(table, key)
 
-    monkeypatch.setattr(reader, "repeated_keys", counting)
+    monkeypatch.setattr(reader, "distinct_by_hash", counting)
     yield calls
     verdicts.forget_all()
 
