@@ -398,7 +398,11 @@ def refresh_card(config: HarvestConfig, console: Console) -> None:
     try:
         write_card(config.out, command=config.command or None)
     except (DatasetError, OSError) as exc:
-        console.print(f"[yellow]warning[/]: dataset card not written: {exc}", soft_wrap=True)
+        console.print(
+            f"[yellow]warning[/]: dataset card not written: {exc}. The runs are committed; "
+            f"`python -m schemas card {config.out}` writes the card later",
+            soft_wrap=True,
+        )
 
 
 def compact_own_files(out: str, written: list[str], console: Console) -> None:
