@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from pathlib import Path
 
 from extract.commands import (
     CompileConfig,
@@ -18,6 +17,7 @@ from extract.commands import (
 )
 from extract.graph import IrParseError
 from extract.kernel_args import split_signature
+from schemas.argtypes import non_empty_path, non_empty_text, positive_int
 
 
 def _describe_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def _describe_parser() -> argparse.ArgumentParser:
         description="Print the graph of a TTIR/TTGIR file (node-link JSON), or see "
         "'python -m extract compile -h' to compile a kernel without a GPU.",
     )
-    parser.add_argument("file", type=Path, help="a .ttir or .ttgir file")
+    parser.add_argument("file", type=non_empty_path, help="a .ttir or .ttgir file")
     parser.add_argument(
         "--format", choices=("json", "summary"), default="json", help="output (default: json)"
     )
@@ -50,6 +50,7 @@ def _compile_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--signature",
+        type=non_empty_text,
         required=True,
         help="comma-separated types of the non-constexpr parameters, positional or NAME:TYPE, "
         "e.g. '*fp16,*fp16,*fp16,i32:16' (':16' divisible by 16, ':1' equal to 1; 'N:i32=4096' "
@@ -73,14 +74,14 @@ def _compile_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--target", default="sm_90", help="sm_80, sm_90, cuda:90, ... (default: sm_90)"
     )
-    parser.add_argument("--num-warps", type=int, default=4, help="warps per program (default: 4)")
+    parser.add_argument("--num-warps", type=positive_int, default=4, help="warps per program (default: 4)")
     parser.add_argument(
-        "--num-stages", type=int, default=3, help="software-pipelining stages of loops (default: 3)"
+        "--num-stages", type=positive_int, default=3, help="software-pipelining stages of loops (default: 3)"
     )
     parser.add_argument(
-        "--num-ctas", type=int, default=1, help="CTAs per cluster, sm_90 and newer (default: 1)"
+        "--num-ctas", type=positive_int, default=1, help="CTAs per cluster, sm_90 and newer (default: 1)"
     )
-    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument("--out", type=non_empty_path, required=True, help="output directory")
     parser.add_argument(
         "--traceback", action="store_true", help="print the full traceback of a failure"
     )

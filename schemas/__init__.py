@@ -11,8 +11,10 @@ from schemas.errors import (
     CorruptFileError,
     DatasetError,
     RepeatedKeyError,
+    ReplacementError,
     SchemaMismatchError,
     SchemaVersionError,
+    StorageError,
     WriteFailedError,
 )
 from schemas.reader import committed_runs, read_table, scan_table
@@ -30,9 +32,11 @@ __all__ = [
     "Level",
     "NodeKind",
     "RepeatedKeyError",
+    "ReplacementError",
     "SchemaMismatchError",
     "SchemaVersionError",
     "Status",
+    "StorageError",
     "Timer",
     "WriteFailedError",
     "committed_runs",

@@ -1,4 +1,8 @@
-"""``python -m schemas {check,compact,doc,scrub,card}``: dataset maintenance commands."""
+"""``python -m schemas {check,compact,doc,scrub,card}``: dataset maintenance commands.
+
+Exit codes: 0 done; 1 ``check`` found problems (or ``doc --check`` found the file stale); 2
+bad arguments, or the command could not do its work (one line says why).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.argtypes import non_empty_path, non_empty_text, non_negative_float, positive_int
 from schemas.cli import run_card, run_check, run_compact, run_doc, run_scrub
 from schemas.helptext import plain
 from schemas.storage import STALE_TEMPORARY_AGE_S
@@ -23,13 +28,14 @@ class Command:
     temporary_age_s: float
     title: str | None = None
     license: str | None = None
+    force: bool = False
 
 
 def parse(argv: list[str] | None = None) -> Command:
     parser = argparse.ArgumentParser(prog="python -m schemas", description=plain(__doc__))
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate a dataset; exit 1 on problems")
-    check.add_argument("dataset", help="dataset root (local path or fsspec URL)")
+    check.add_argument("dataset", type=non_empty_text, help="dataset root (local path or fsspec URL)")
     check.add_argument(
         "--fix",
         action="store_true",
@@ -39,30 +45,33 @@ def parse(argv: list[str] | None = None) -> Command:
     compact = sub.add_parser(
         "compact", help="merge small files per partition, atomically; remove stale temporaries"
     )
-    compact.add_argument("dataset", help="dataset root (local path or fsspec URL)")
+    compact.add_argument("dataset", type=non_empty_text, help="dataset root (local path or fsspec URL)")
     compact.add_argument(
-        "--min-files", type=int, default=2, help="merge partitions with at least this many files (default: 2)"
+        "--min-files",
+        type=positive_int,
+        default=2,
+        help="merge partitions with at least this many files (default: 2)",
     )
     for command in (check, compact):
         command.add_argument(
             "--tmp-age",
-            type=float,
+            type=non_negative_float,
             default=STALE_TEMPORARY_AGE_S,
             help=f"seconds after which a hidden .tmp-* file counts as a killed writer's leftover (default: {STALE_TEMPORARY_AGE_S:g})",
         )
     doc = sub.add_parser("doc", help="write the schema reference generated from the code")
-    doc.add_argument("--out", type=Path, default=Path("docs/SCHEMA.md"), help="file to write (default: docs/SCHEMA.md)")
+    doc.add_argument("--out", type=non_empty_path, default=Path("docs/SCHEMA.md"), help="file to write (default: docs/SCHEMA.md)")
     doc.add_argument(
         "--check", action="store_true", help="exit 1 if the file is stale instead of writing it"
     )
     scrub = sub.add_parser(
         "scrub", help="rewrite machine paths and host names out of a dataset, atomically"
     )
-    scrub.add_argument("dataset", help="dataset root (local path or fsspec URL)")
+    scrub.add_argument("dataset", type=non_empty_text, help="dataset root (local path or fsspec URL)")
     card = sub.add_parser(
         "card", help="write the dataset card DIR/README.md and its JSON twin DIR/card.json"
     )
-    card.add_argument("dataset", help="dataset root (local path or fsspec URL)")
+    card.add_argument("dataset", type=non_empty_text, help="dataset root (local path or fsspec URL)")
     card.add_argument(
         "--title", default=None, help="title of the card, kept on later refreshes (default: the card's, or 'kernel-corpus dataset')"
     )
@@ -70,6 +79,12 @@ def parse(argv: list[str] | None = None) -> Command:
         "--license",
         default=None,
         help="licence of the dataset, e.g. an SPDX id, kept on later refreshes (default: the card's, or 'other': not stated)",
+    )
+    card.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a README.md or card.json that kernel-corpus did not write, or a "
+        "malformed card.json (its title, licence and commands are lost)",
     )
     args = parser.parse_args(argv)
     return Command(
@@ -82,6 +97,7 @@ def parse(argv: list[str] | None = None) -> Command:
         temporary_age_s=getattr(args, "tmp_age", STALE_TEMPORARY_AGE_S),
         title=getattr(args, "title", None),
         license=getattr(args, "license", None),
+        force=getattr(args, "force", False),
     )
 
 
@@ -96,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     if command.name == "scrub":
         return run_scrub(command.dataset)
     if command.name == "card":
-        return run_card(command.dataset, title=command.title, license=command.license)
+        return run_card(
+            command.dataset, title=command.title, license=command.license, force=command.force
+        )
     return run_doc(command.out, command.check_only)
 
 

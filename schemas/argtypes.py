@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 
 def _bounds_text(minimum: float | None, maximum: float | None, exclusive_minimum: bool) -> str:
@@ -94,3 +95,16 @@ def non_empty_csv(text: str) -> tuple[str, ...]:
     if not items:
         raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
     return items
+
+
+def non_empty_text(text: str) -> str:
+    """A string that is not empty or blank: a path or URL argument given as ``""`` (an unset
+    variable in a script) must not mean the current directory."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a non-empty value, got ''")
+    return text
+
+
+def non_empty_path(text: str) -> Path:
+    """:func:`non_empty_text` as a :class:`~pathlib.Path`."""
+    return Path(non_empty_text(text))

@@ -1,13 +1,19 @@
 """``python -m schemas.bench``: write and read a synthetic measurements table.
 
 Prints rows/s for writing (DatasetWriter), reading (gated pyarrow read_table and polars
-scan_table) and on-disk bytes per row, without and with raw per-rep samples.
+scan_table) and on-disk bytes per row, without and with raw per-rep samples; then the gated
+readers against plain ``pyarrow.dataset`` and ``pl.scan_parquet`` on the same files, as
+ratios measured in one run (median of ``--rounds``, the two sides alternating): the first
+gated read (which checks the table's keys) and later ones (the verdict is remembered per
+set of files, :mod:`schemas.verdicts`).
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -16,9 +22,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from schemas import verdicts
+from schemas.argtypes import non_negative_int, positive_int
 from schemas.helptext import plain
 from schemas.identity import canonical_json, config_id, launch_string
 from schemas.reader import read_table, scan_table
+from schemas.storage import resolve
 from schemas.writer import DatasetWriter
 
 
@@ -28,6 +37,7 @@ class BenchConfig:
     rows_per_file: int
     samples_per_row: int
     seed: int
+    rounds: int = 3
 
 
 def synthetic_measurements(rows: int, samples_per_row: int, seed: int) -> pa.Table:
@@ -111,24 +121,100 @@ def bench_once(config: BenchConfig, samples_per_row: int) -> dict[str, float]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _timed(read) -> float:
+    start = time.perf_counter()
+    read()
+    return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Seconds of a gated reader and of its plain counterpart on the same files."""
+
+    gated_s: float
+    plain_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.gated_s / self.plain_s
+
+
+def reader_ratios(config: BenchConfig) -> dict[str, Ratio]:
+    """Gated vs plain readers on one freshly written table (no samples): the first read of
+    each gated reader (keys checked) and the median of ``config.rounds`` later reads, the two
+    sides alternating so that load drifts hit both alike. The first ``read_table`` is timed
+    before polars is imported when it was not yet (its key check then runs in pyarrow, as
+    for a pyarrow-only user); ``scan_table`` users have polars, whose hash screens keys."""
+    import pyarrow.dataset as ds
+
+    table = synthetic_measurements(config.rows, 0, config.seed)
+    root = Path(tempfile.mkdtemp(prefix="schemas-bench-"))
+    try:
+        writer = DatasetWriter(str(root))
+        for offset in range(0, table.num_rows, config.rows_per_file):
+            writer.write("measurements", table.slice(offset, config.rows_per_file))
+        url = str(root)
+        loc = resolve(url)
+        glob = str(root / "measurements" / "*" / "part-*.parquet")
+
+        def plain_polars():
+            import polars as pl
+
+            return pl.scan_parquet(glob, hive_partitioning=False).collect()
+
+        readers = {
+            "read_table": (
+                lambda: read_table(url, "measurements", committed_only=False),
+                lambda: ds.dataset(root / "measurements", format="parquet").to_table(),
+            ),
+            "scan_table().collect()": (
+                lambda: scan_table(url, "measurements", committed_only=False).collect(),
+                plain_polars,
+            ),
+        }
+        results: dict[str, Ratio] = {}
+        for name, (gated, plain) in readers.items():
+            plain()  # page cache warm for both sides
+            verdicts.forget(loc, "measurements")  # this reader's first read checks the keys
+            check = "polars hash" if "polars" in sys.modules else "pyarrow group-by"
+            results[f"{name}, first read ({check})"] = Ratio(_timed(gated), _timed(plain))
+            rounds = [(_timed(gated), _timed(plain)) for _ in range(config.rounds)]
+            results[name] = Ratio(
+                statistics.median(g for g, _ in rounds), statistics.median(p for _, p in rounds)
+            )
+        return results
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m schemas.bench", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic measurement rows (default: 1,000,000)")
-    parser.add_argument("--rows-per-file", type=int, default=250_000, help="rows per Parquet file (default: 250,000)")
-    parser.add_argument("--samples", type=int, default=50, help="raw samples per row for the second pass (default: 50)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic values (default: 0)")
+    parser.add_argument("--rows", type=positive_int, default=1_000_000, help="synthetic measurement rows (default: 1,000,000)")
+    parser.add_argument("--rows-per-file", type=positive_int, default=250_000, help="rows per Parquet file (default: 250,000)")
+    parser.add_argument("--samples", type=non_negative_int, default=50, help="raw samples per row for the second pass (default: 50)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the synthetic values (default: 0)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="timed reads per reader for the ratios, the median taken (default: 3)")
+    parser.add_argument("--ratios-only", action="store_true", help="only the gated vs plain reader ratios (default: every figure)")
     args = parser.parse_args(argv)
-    config = BenchConfig(args.rows, args.rows_per_file, args.samples, args.seed)
+    config = BenchConfig(args.rows, args.rows_per_file, args.samples, args.seed, args.rounds)
     print(f"measurements table, {config.rows:,} synthetic rows, zstd, {config.rows_per_file:,} rows per file")
-    print(f"{'variant':<22}{'write rows/s':>15}{'read pyarrow rows/s':>22}{'read polars rows/s':>21}{'bytes/row':>12}")
-    for label, samples in (("no samples", 0), (f"{config.samples_per_row} samples/row", config.samples_per_row)):
-        result = bench_once(config, samples)
-        print(
-            f"{label:<22}{result['write_rows_per_s']:>15,.0f}{result['read_arrow_rows_per_s']:>22,.0f}"
-            f"{result['read_polars_rows_per_s']:>21,.0f}{result['bytes_per_row']:>12.1f}"
-        )
+    if not args.ratios_only:
+        print(f"{'variant':<22}{'write rows/s':>15}{'read pyarrow rows/s':>22}{'read polars rows/s':>21}{'bytes/row':>12}")
+        for label, samples in (("no samples", 0), (f"{config.samples_per_row} samples/row", config.samples_per_row)):
+            result = bench_once(config, samples)
+            print(
+                f"{label:<22}{result['write_rows_per_s']:>15,.0f}{result['read_arrow_rows_per_s']:>22,.0f}"
+                f"{result['read_polars_rows_per_s']:>21,.0f}{result['bytes_per_row']:>12.1f}"
+            )
+        print()
+    print(f"gated readers vs plain ones on the same files (no samples; median of {config.rounds}; goal <= 1.3x):")
+    print(f"{'reader':<50}{'gated s':>10}{'plain s':>10}{'ratio':>8}  plain")
+    plain_names = {"read_table": "pyarrow.dataset(...).to_table()", "scan_table().collect()": "pl.scan_parquet(...).collect()"}
+    for name, ratio in reader_ratios(config).items():
+        reference = plain_names[name.split(",")[0]]
+        print(f"{name:<50}{ratio.gated_s:>10.3f}{ratio.plain_s:>10.3f}{ratio.ratio:>7.2f}x  {reference}")
 
 
 if __name__ == "__main__":

@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.errors import DatasetError
+from schemas.errors import DatasetError, StorageError
+from schemas.keys import CONTENT_KEYED, repeated_keys
+from schemas.locking import maintenance_lock
 from schemas.reader import (
     COMMIT_KEY,
-    CONTENT_KEYED,
     TableFiles,
     _read_files,
     only_committed,
-    repeated_keys,
     stable,
     table_files,
 )
-from schemas.repair import repair_repeats
+from schemas.repair import repair_locked
 from schemas.scrub import publication_warnings
 from schemas.storage import (
     STALE_TEMPORARY_AGE_S,
@@ -65,20 +66,25 @@ class CheckReport:
 
 
 def check_dataset(
-    url: str, *, fix: bool = False, temporary_age_s: float = STALE_TEMPORARY_AGE_S
+    url: str,
+    *,
+    fix: bool = False,
+    temporary_age_s: float = STALE_TEMPORARY_AGE_S,
+    on_wait: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Validate every file, version, schema, key and join of the dataset at ``url``.
 
     ``fix``: remove write temporaries older than ``temporary_age_s`` seconds (leftovers of
     killed writers) and drop identical repeated ``runs``/``measurements`` rows of a retried
-    flush (:func:`schemas.repair.repair_repeats`). Other damage is reported, not repaired.
+    flush (:func:`schemas.repair.repair_repeats`), holding the dataset's maintenance lock.
+    Other damage is reported, not repaired. Raises DatasetError when the storage refuses the
+    fix (read-only); the check itself only reads. ``on_wait(holder)``: called when another
+    maintenance command holds the lock the fix waits for.
     """
     report = CheckReport()
     loc = resolve(url)
     if fix:
-        for temporary in remove_stale_temporaries(loc, list(TABLES), temporary_age_s):
-            report.fixed.append(f"removed {temporary.path} ({temporary.size:,} bytes)")
-        _repair(url, report)
+        _fix(loc, report, temporary_age_s, on_wait)
     _check_temporaries(loc, report, temporary_age_s)
     tables: dict[str, pa.Table] = {}
     found_by_table: dict[str, TableFiles] = {}
@@ -122,12 +128,28 @@ def _read_table(
     return found, table
 
 
-def _repair(url: str, report: CheckReport) -> None:
-    try:
-        for result in repair_repeats(url):
-            report.fixed.append(result.describe())
-    except DatasetError as exc:  # refused before changing anything; the check goes on
-        report.problems.append(f"not repaired: {exc}")
+def _fix(
+    loc: Location,
+    report: CheckReport,
+    temporary_age_s: float,
+    on_wait: Callable[[str], None] | None,
+) -> None:
+    with maintenance_lock(loc, "check --fix", on_wait):
+        try:
+            removed = remove_stale_temporaries(loc, list(TABLES), temporary_age_s)
+        except OSError as exc:
+            raise StorageError(
+                f"{loc.url}: cannot remove stale temporaries ({exc.strerror or exc}); nothing was changed"
+            ) from None
+        for temporary in removed:
+            report.fixed.append(f"removed {temporary.path} ({temporary.size:,} bytes)")
+        try:
+            for result in repair_locked(loc):
+                report.fixed.append(result.describe())
+        except StorageError:
+            raise  # the storage refuses: an error of the command, not a finding
+        except DatasetError as exc:  # refused before changing anything; the check goes on
+            report.problems.append(f"not repaired: {exc}")
 
 
 def _check_temporaries(loc: Location, report: CheckReport, age_s: float) -> None:
@@ -150,7 +172,7 @@ def _files_with_key(
 ) -> list[str]:
     """Live files holding a row with key ``example``."""
     holders = []
-    for path in [*found.current, *found.older]:
+    for path in found.live:
         rows = read_file(loc, path, list(key))
         mask = None
         for column, value in example.items():

@@ -1,8 +1,16 @@
-"""Library side of ``python -m schemas``: each command is one function returning an exit code."""
+"""Library side of ``python -m schemas``: each command is one function returning an exit code.
+
+Exit codes: 0 done; 1 ``check`` found problems; 2 the command could not do its work (not a
+dataset, an invalid file it refuses to touch, read-only or full storage, a malformed card),
+said in one line naming the file or directory at fault, never a traceback.
+"""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import ParamSpec
 
 from rich.console import Console
 from rich.table import Table
@@ -15,7 +23,39 @@ from schemas.errors import DatasetError
 from schemas.scrub import scrub_dataset
 from schemas.storage import STALE_TEMPORARY_AGE_S
 
+P = ParamSpec("P")
 
+EXIT_ERROR = 2
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for a failed command: the message of a DatasetError, or for an OSError the
+    file and the reason the system gave."""
+    if isinstance(exc, OSError) and not isinstance(exc, DatasetError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        text = f"{where}{exc.strerror or exc}"
+    else:
+        text = str(exc)
+    return " ".join(text.split())
+
+
+def one_line_errors(command: Callable[P, int]) -> Callable[P, int]:
+    """``command`` returning :data:`EXIT_ERROR` with one printed line instead of raising a
+    DatasetError or OSError (its ``console`` keyword, else a new one, prints it)."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> int:
+        try:
+            return command(*args, **kwargs)
+        except (DatasetError, OSError) as exc:
+            console = kwargs.get("console") or Console()
+            console.print(f"[red]error[/]: {error_line(exc)}", soft_wrap=True, highlight=False)  # type: ignore[union-attr]
+            return EXIT_ERROR
+
+    return run
+
+
+@one_line_errors
 def run_check(
     url: str,
     console: Console | None = None,
@@ -23,12 +63,15 @@ def run_check(
     fix: bool = False,
     temporary_age_s: float = STALE_TEMPORARY_AGE_S,
 ) -> int:
-    """Print the check report of the dataset at ``url``; 0 when it has no problems.
+    """Print the check report of the dataset at ``url``; 0 when it has no problems, 1 when it
+    has some.
 
     ``fix``: first remove write temporaries older than ``temporary_age_s`` seconds and repair
     repeated keys (:func:`schemas.repair.repair_repeats`); what was changed is printed."""
     console = console or Console()
-    report = check_dataset(url, fix=fix, temporary_age_s=temporary_age_s)
+    report = check_dataset(
+        url, fix=fix, temporary_age_s=temporary_age_s, on_wait=_waiting(console, "check --fix")
+    )
     for line in report.fixed:
         console.print(f"[cyan]fixed[/]: {line}", soft_wrap=True)
     table = Table(title=f"dataset {url}")
@@ -48,6 +91,15 @@ def run_check(
     return 0 if report.ok else 1
 
 
+def _waiting(console: Console, command: str) -> Callable[[str], None]:
+    return lambda holder: console.print(
+        f"{command}: waiting for the dataset's maintenance lock, held by {holder or 'another process'}",
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
+@one_line_errors
 def run_compact(
     url: str,
     min_files: int,
@@ -55,14 +107,15 @@ def run_compact(
     *,
     temporary_age_s: float = STALE_TEMPORARY_AGE_S,
 ) -> int:
-    """Compact the dataset at ``url`` and print what was merged; 1 (nothing changed) when the
-    dataset is missing or has an invalid file."""
+    """Compact the dataset at ``url`` and print what was merged; 2 (nothing changed) when the
+    dataset is missing, has an invalid file or cannot be written."""
     console = console or Console()
-    try:
-        report = compact(url, min_files=min_files, temporary_age_s=temporary_age_s)
-    except DatasetError as exc:
-        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
-        return 1
+    report = compact(
+        url,
+        min_files=min_files,
+        temporary_age_s=temporary_age_s,
+        on_wait=_waiting(console, "compact"),
+    )
     for note in report.notes:
         console.print(f"[yellow]note[/]: {note}", soft_wrap=True)
     for result in report.merged:
@@ -75,6 +128,7 @@ def run_compact(
     return 0
 
 
+@one_line_errors
 def run_doc(out: Path, check_only: bool, console: Console | None = None) -> int:
     """Write the schema reference to ``out``, or with ``check_only`` report whether it is stale."""
     console = console or Console()
@@ -92,15 +146,12 @@ def run_doc(out: Path, check_only: bool, console: Console | None = None) -> int:
     return 0
 
 
+@one_line_errors
 def run_scrub(url: str, console: Console | None = None) -> int:
     """Scrub the dataset at ``url`` (:func:`schemas.scrub.scrub_dataset`) and print what
-    changed; 1 when it cannot be read."""
+    changed; 2 when it cannot be read or written."""
     console = console or Console()
-    try:
-        results = scrub_dataset(url)
-    except DatasetError as exc:
-        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
-        return 1
+    results = scrub_dataset(url, on_wait=_waiting(console, "scrub"))
     for result in results:
         values = ", ".join(f"{column} {count:,}" for column, count in result.values_changed.items())
         console.print(
@@ -112,20 +163,19 @@ def run_scrub(url: str, console: Console | None = None) -> int:
     return 0
 
 
+@one_line_errors
 def run_card(
     url: str,
     console: Console | None = None,
     *,
     title: str | None = None,
     license: str | None = None,
+    force: bool = False,
 ) -> int:
-    """Write the dataset card of ``url`` (:func:`schemas.card.write_card`); 1 when the
-    dataset cannot be read."""
+    """Write the dataset card of ``url`` (:func:`schemas.card.write_card`); 2 when the dataset
+    cannot be read, the card files are malformed or not kernel-corpus's (unless ``force``),
+    or they cannot be written."""
     console = console or Console()
-    try:
-        write_card(url, title=title, license=license)
-    except DatasetError as exc:
-        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
-        return 1
+    write_card(url, title=title, license=license, force=force)
     console.print(f"wrote {url.rstrip('/')}/{CARD_MARKDOWN} and {CARD_JSON}")
     return 0

@@ -2,41 +2,33 @@
 
 The merged file records the names of the files it replaces in its footer
 (``kernel_corpus.replaces``); readers skip replaced files from the moment the merged file
-appears, so a crash between writing it and deleting the old files loses or doubles nothing.
-Content-keyed tables are deduplicated on the way; the multiset of other rows is unchanged.
+appears (after verifying that it holds every key of theirs, :mod:`schemas.replacement`), so a
+crash between writing it and deleting the old files loses or doubles nothing. Content-keyed
+tables are deduplicated on the way; the multiset of other rows is unchanged.
 
 Every file is validated first (:mod:`schemas.validate`), and a ``runs`` or ``measurements``
-partition whose rows repeat a key is refused: compaction never makes damage permanent. Two
-compactions of one local dataset take turns (an advisory lock, :mod:`schemas.locking`);
-harvests writing meanwhile only add files, which the next compaction merges.
+partition whose rows repeat a key is refused: compaction never makes damage permanent. It
+holds the dataset's maintenance lock (:func:`schemas.locking.maintenance_lock`), so it takes
+turns with ``scrub``, ``check --fix`` and other compactions; harvests writing meanwhile only
+add files, which the next compaction merges.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import posixpath
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from schemas.errors import DatasetError
-from schemas.locking import dataset_lock
-from schemas.reader import (
-    CONTENT_KEYED,
-    UNIQUE_KEYED,
-    TableFiles,
-    dedupe,
-    lift,
-    refuse_repeats,
-    repeated_keys,
-    table_files,
-)
+from schemas.keys import CONTENT_KEYED, UNIQUE_KEYED, dedupe, refuse_repeats, repeated_keys
+from schemas.locking import maintenance_lock
+from schemas.reader import TableFiles, file_keys, lift, table_files
+from schemas.replacement import delete_replaced, replace_files
 from schemas.storage import (
-    META_REPLACES,
     STALE_TEMPORARY_AGE_S,
     Location,
     footer_version,
@@ -44,10 +36,9 @@ from schemas.storage import (
     read_footer,
     remove_stale_temporaries,
     resolve,
-    write_atomic,
 )
 from schemas.tables import SCHEMA_VERSION, TABLES
-from schemas.writer import conform, new_writer_id, with_file_metadata
+from schemas.writer import conform
 
 
 @dataclass(frozen=True)
@@ -74,29 +65,48 @@ def compact_dataset(
     return compact(url, min_files=min_files, temporary_age_s=temporary_age_s).merged
 
 
+def present_tables(loc: Location) -> list[str]:
+    """The tables whose directory exists under the dataset root."""
+    return [
+        name
+        for name in TABLES
+        if loc.fs.get_file_info(loc.table_dir(name)).type == pafs.FileType.Directory
+    ]
+
+
+def require_dataset(loc: Location) -> list[str]:
+    """The tables present; DatasetError when there are none (not a dataset root)."""
+    present = present_tables(loc)
+    if not present:
+        raise DatasetError(
+            f"{loc.url}: no dataset here (none of the table directories {', '.join(TABLES)} exists)"
+        )
+    return present
+
+
 def compact(
     url: str,
     *,
     min_files: int = 2,
     temporary_age_s: float = STALE_TEMPORARY_AGE_S,
     only: Collection[str] | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> CompactReport:
     """Compact the dataset at ``url``: validate every table, then merge, then delete replaced
     files and write temporaries older than ``temporary_age_s`` seconds. ``only``: merge just
     the files with these names (e.g. what one harvest wrote), leaving other files alone.
+    ``on_wait(holder)``: called when another maintenance command holds the lock (this one
+    then waits for it).
 
     Raises DatasetError (before anything is changed) when the dataset does not exist or a
-    file is invalid.
+    file is invalid, and when the storage refuses a write (nothing committed is lost).
     """
+    if min_files < 1:
+        raise ValueError(f"min_files must be at least 1, got {min_files}")
     loc = resolve(url)
-    present = [name for name in TABLES if _is_dir(loc, loc.table_dir(name))]
-    if not present:
-        raise DatasetError(
-            f"{url}: no dataset here (none of the table directories {', '.join(TABLES)} exists)"
-        )
+    present = require_dataset(loc)
     report = CompactReport()
-    holder = f"compact pid {os.getpid()}"
-    with dataset_lock(loc, "compact", wait=True, holder=holder) as lock:
+    with maintenance_lock(loc, "compact", on_wait) as lock:
         if lock is None:
             report.notes.append(
                 "not a local path: no lock against a concurrent `compact` (run one at a time)"
@@ -104,12 +114,11 @@ def compact(
         found = {name: table_files(loc, name) for name in present}  # every file valid, or raise
         for name in present:
             report.merged += _compact_table(loc, name, found[name], min_files, only)
-        report.removed_temporaries = len(remove_stale_temporaries(loc, present, temporary_age_s))
+        try:
+            report.removed_temporaries = len(remove_stale_temporaries(loc, present, temporary_age_s))
+        except OSError as exc:
+            report.notes.append(f"stale temporaries not removed ({exc.strerror or exc})")
     return report
-
-
-def _is_dir(loc: Location, path: str) -> bool:
-    return loc.fs.get_file_info(path).type == pafs.FileType.Directory
 
 
 def _compact_table(
@@ -118,9 +127,9 @@ def _compact_table(
     spec = TABLES[name]
     results = []
     for path in found.superseded:
-        loc.fs.delete_file(path)
+        delete_replaced(loc, path)
     by_directory: dict[str, list[str]] = defaultdict(list)
-    for path in [*found.current, *found.older]:
+    for path in found.live:
         if only is None or posixpath.basename(path) in only:
             by_directory[posixpath.dirname(path)].append(path)
     for directory, paths in sorted(by_directory.items()):
@@ -134,7 +143,7 @@ def _compact_table(
                 refuse_repeats(name, repeated_keys(merged, spec.key))
             except DatasetError as exc:
                 raise DatasetError(f"{directory}: not compacted: {exc}") from None
-        replace_files(loc, name, directory, paths, merged)
+        replace_files(loc, name, directory, paths, merged, read_keys=key_reader(loc, name))
         partition = posixpath.relpath(directory, loc.table_dir(name))
         results.append(
             CompactResult(name, "" if partition == "." else partition, len(paths), merged.num_rows)
@@ -142,29 +151,9 @@ def _compact_table(
     return results
 
 
-def replace_files(
-    loc: Location, name: str, directory: str, paths: list[str], merged: pa.Table
-) -> str:
-    """Replace ``paths`` (files of table ``name`` in ``directory``) by one file of ``merged``
-    rows, atomically: the new file names the old ones in its footer, so readers skip them from
-    the moment it appears; they are deleted after. Returns the new file's name.
-
-    Raises DatasetError, with ``paths`` untouched, when the new file cannot be written.
-    """
-    replaces = json.dumps(sorted(posixpath.basename(p) for p in paths)).encode()
-    table = with_file_metadata(merged, TABLES[name], {META_REPLACES: replaces})
-    file_name = f"part-compact-{new_writer_id()}.parquet"
-    try:
-        write_atomic(loc, directory, file_name, table)
-    except (OSError, pa.ArrowException) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise DatasetError(
-            f"{directory}: could not write the merged file ({reason}); "
-            "the files it would replace are untouched and the dataset is intact"
-        ) from None
-    for path in paths:
-        loc.fs.delete_file(path)
-    return file_name
+def key_reader(loc: Location, name: str) -> Callable[[str], pa.Table]:
+    """path -> the key columns of that file of table ``name`` (lifted to the current schema)."""
+    return lambda path: file_keys(loc, name, path, footer_version(path, read_footer(loc, path)))
 
 
 def merge_files(loc: Location, name: str, paths: list[str]) -> pa.Table:

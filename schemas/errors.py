@@ -45,6 +45,16 @@ class RepeatedKeyError(DatasetError):
     """Rows that must be unique repeat their key (e.g. a measurement written twice)."""
 
 
+class StorageError(DatasetError):
+    """The storage refused to write or delete a file (read-only, full, failing); what was
+    committed before is intact."""
+
+
+class ReplacementError(DatasetError):
+    """A file's footer claims to replace files it does not cover (or files claim to replace
+    each other in a cycle): honouring the claim would hide committed rows."""
+
+
 class FileVanishedError(DatasetError):
     """A listed file disappeared before it was read (compaction replaced it); readers list again."""
 

@@ -1,9 +1,16 @@
 """Advisory locks inside a dataset root (``ROOT/.locks/<name>.lock``), held with ``flock``.
 
-Used so that two ``compact`` runs, or two identical harvests, do not work on one dataset at
-once. The lock lives as long as the open file, so a killed holder releases it. Locks exist
-only for local datasets: on an fsspec URL (object stores have no flock) :func:`dataset_lock`
-yields ``None`` and the caller says so.
+Three uses: every command that rewrites or deletes files (``compact``, ``scrub``,
+``check --fix``, the harvest's own final compaction) holds the one **maintenance lock**
+(:func:`maintenance_lock`), so they take turns instead of replacing each other's files; a
+harvest holds a lock per plan (a second identical harvest stops at once), and a claim per
+run while it measures it (:mod:`corpus.harvest.claims`).
+
+A lock lives as long as its open file, so a killed holder releases it. Lock files hold one
+line naming the holder for the message another process gets: the command, its pid and the
+anonymous machine id (:mod:`schemas.machine`), never the host name, because lock files travel
+with a copied dataset. Locks exist only for local datasets: on an fsspec URL (object stores
+have no flock) :func:`dataset_lock` yields ``None`` and the caller says so.
 """
 
 from __future__ import annotations
@@ -12,15 +19,19 @@ import contextlib
 import fcntl
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow.fs as pafs
 
 from schemas.errors import DatasetError
+from schemas.machine import anonymize_host, host_name
 from schemas.storage import Location
 
 LOCK_DIR = ".locks"
 """Hidden, so readers never see it."""
+
+MAINTENANCE = "maintenance"
+"""The lock every file-rewriting command holds."""
 
 
 class LockHeldError(DatasetError):
@@ -32,36 +43,152 @@ class LockHeldError(DatasetError):
         super().__init__(f"{path} is held by {holder or 'another process'}")
 
 
+def holder_line(what: str) -> str:
+    """``what`` (a command), this process's pid and the anonymous id of this machine."""
+    return f"{what} (pid {os.getpid()} on {anonymize_host(host_name())})"
+
+
 def lock_path(loc: Location, name: str) -> str:
     return posixpath.join(loc.root, LOCK_DIR, f"{name}.lock")
 
 
+def is_lockable(loc: Location) -> bool:
+    """True for local datasets (flock works there)."""
+    return isinstance(loc.fs, pafs.LocalFileSystem)
+
+
+class FileLock:
+    """The advisory lock ``ROOT/.locks/<name>.lock``, taken by :meth:`acquire` and given back
+    by :meth:`release` (or by the process ending). Local datasets only."""
+
+    def __init__(self, loc: Location, name: str, holder: str) -> None:
+        self.path = lock_path(loc, name)
+        self.holder = holder
+        self._handle = None
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    def acquire(self, *, wait: bool, on_wait: Callable[[str], None] | None = None) -> bool:
+        """Take the lock. Busy: with ``wait``, call ``on_wait(holder)`` once and block until it
+        is free; without, return False. Raises DatasetError when the lock file cannot be
+        made (read-only storage)."""
+        try:
+            os.makedirs(posixpath.dirname(self.path), exist_ok=True)
+            handle = open(self.path, "a+")  # noqa: SIM115 - held until release()
+        except OSError as exc:
+            raise DatasetError(
+                f"{self.path}: cannot take the lock ({exc.strerror or exc})"
+            ) from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                handle.close()
+                return False
+            if on_wait is not None:
+                on_wait(self.current_holder())
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except BaseException:
+            handle.close()
+            raise
+        handle.seek(0)
+        handle.truncate()
+        handle.write(self.holder)
+        handle.flush()
+        self._handle = handle
+        return True
+
+    def current_holder(self) -> str:
+        """The line the holder wrote ('' when unknown)."""
+        try:
+            with open(self.path) as handle:
+                return handle.read().strip()
+        except OSError:
+            return ""
+
+    def release(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        with contextlib.suppress(OSError):  # the line says nothing once the lock is free
+            handle.seek(0)
+            handle.truncate()
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
 @contextlib.contextmanager
-def dataset_lock(loc: Location, name: str, *, wait: bool, holder: str = "") -> Iterator[str | None]:
+def dataset_lock(
+    loc: Location,
+    name: str,
+    *,
+    wait: bool,
+    holder: str = "",
+    on_wait: Callable[[str], None] | None = None,
+) -> Iterator[str | None]:
     """Hold the advisory lock ``name`` of the dataset while the block runs.
 
-    ``wait``: block until it is free; otherwise raise :class:`LockHeldError` at once.
-    ``holder``: a line written into the lock file for the message another process gets.
-    Yields the lock file's path, or None for a non-local dataset (no lock taken).
+    ``wait``: block until it is free (calling ``on_wait(holder)`` first when it is busy);
+    otherwise raise :class:`LockHeldError` at once. ``holder``: a line written into the lock
+    file for the message another process gets (:func:`holder_line`). Yields the lock file's
+    path, or None for a non-local dataset (no lock taken).
     """
-    if not isinstance(loc.fs, pafs.LocalFileSystem):
+    if not is_lockable(loc):
         yield None
         return
-    path = lock_path(loc, name)
-    os.makedirs(posixpath.dirname(path), exist_ok=True)
-    with open(path, "a+") as handle:
+    lock = FileLock(loc, name, holder)
+    if not lock.acquire(wait=wait, on_wait=on_wait):
+        raise LockHeldError(lock.path, lock.current_holder())
+    try:
+        yield lock.path
+    finally:
+        lock.release()
+
+
+def maintenance_lock(
+    loc: Location, command: str, on_wait: Callable[[str], None] | None = None
+) -> contextlib.AbstractContextManager[str | None]:
+    """The dataset's maintenance lock, waited for: every command that rewrites or deletes
+    files holds it, so they never work on one dataset at once. ``on_wait(holder)`` is called
+    when another command holds it (e.g. to say what this one waits for)."""
+    return dataset_lock(loc, MAINTENANCE, wait=True, holder=holder_line(command), on_wait=on_wait)
+
+
+def lock_files(loc: Location) -> list[str]:
+    """Every lock file under ``DIR/.locks/`` (local datasets; empty elsewhere)."""
+    if not is_lockable(loc):
+        return []
+    found = []
+    for directory, _, names in os.walk(posixpath.join(loc.root, LOCK_DIR)):
+        found += [posixpath.join(directory, n) for n in names if n.endswith(".lock")]
+    return sorted(found)
+
+
+def clear_idle_locks(loc: Location) -> int:
+    """Empty the holder line of every lock no process holds (a lock file of an older version
+    may name the host of a killed holder, and lock files travel with a copied dataset);
+    returns how many lines were cleared. Held locks are left alone."""
+    cleared = 0
+    for path in lock_files(loc):
+        name = posixpath.relpath(path, posixpath.join(loc.root, LOCK_DIR)).removesuffix(".lock")
+        lock = FileLock(loc, name, "")
+        if lock.current_holder() and lock.acquire(wait=False):
+            lock.release()  # releasing empties the line
+            cleared += 1
+    return cleared
+
+
+def holders_naming_hosts(loc: Location) -> list[str]:
+    """Lock files whose holder line is not an anonymous one (written by older versions)."""
+    named = []
+    for path in lock_files(loc):
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            handle.seek(0)
-            raise LockHeldError(path, handle.read().strip()) from None
-        try:
-            handle.seek(0)
-            handle.truncate()
-            handle.write(holder)
-            handle.flush()
-            yield path
-        finally:
-            handle.seek(0)
-            handle.truncate()
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            with open(path) as handle:
+                line = handle.read().strip()
+        except OSError:
+            continue
+        if line and "anon-" not in line:
+            named.append(path)
+    return named

@@ -9,7 +9,7 @@ reader sees never depends on crashes or on how many writers raced.
 
 from __future__ import annotations
 
-import posixpath
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,21 +20,33 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from schemas import verdicts
 from schemas.errors import (
     CorruptFileError,
     DatasetError,
     FileVanishedError,
-    RepeatedKeyError,
     SchemaMismatchError,
     SchemaVersionError,
 )
 from schemas.harvests import check_mode, needed_columns, one_harvest
+from schemas.keys import (
+    CONTENT_KEYED,
+    UNIQUE_KEYED,
+    RepeatedKeys,
+    dedupe,
+    distinct_by_hash,
+    refuse_repeats,
+    repeated_keys,
+)
 from schemas.migrations import oldest_readable, upgrade
+from schemas.replacement import settle_claims
 from schemas.storage import (
+    FileStat,
+    Footer,
     Location,
-    footer_replaces,
-    footer_version,
-    list_parquet,
+    list_files,
+    parse_footer,
+    partition_values,
     read_file,
     read_footer,
     resolve,
@@ -47,8 +59,21 @@ from schemas.writer import conform
 if TYPE_CHECKING:
     import polars as pl
 
-CONTENT_KEYED = frozenset({"kernels", "ir_graphs", "ir_nodes", "ir_edges"})
-"""Tables whose key is a content hash: equal keys mean equal rows, so copies are dropped."""
+__all__ = [
+    "CONTENT_KEYED",
+    "UNIQUE_KEYED",
+    "RepeatedKeys",
+    "TableFiles",
+    "committed_runs",
+    "dedupe",
+    "file_keys",
+    "lift",
+    "read_table",
+    "refuse_repeats",
+    "repeated_keys",
+    "scan_table",
+    "table_files",
+]
 
 COMMIT_KEY = ("run_id", "harvest_id")
 
@@ -57,34 +82,50 @@ Filters = pa.compute.Expression | Sequence[Any] | None
 
 @dataclass(frozen=True)
 class TableFiles:
-    """The live files of one table, split by schema version."""
+    """The live files of one table, split by schema version, and what was left out."""
 
     current: list[str]
     older: dict[str, int]
     superseded: list[str]
+    """Files retired by a verified replacement (see :mod:`schemas.replacement`)."""
+    stats: tuple[FileStat, ...] = ()
+    """Size and modification time of every live file: the file set's identity
+    (:mod:`schemas.verdicts`)."""
+
+    @property
+    def live(self) -> list[str]:
+        return [*self.current, *self.older]
 
 
-def table_files(loc: Location, table: str, on_problem: Callable[[DatasetError], None] | None = None) -> TableFiles:
+def table_files(
+    loc: Location, table: str, on_problem: Callable[[DatasetError], None] | None = None
+) -> TableFiles:
     """Inspect every footer: version-gate, validate (:mod:`schemas.validate`) and drop files a
-    compacted file replaced.
+    verified replacement retired (:func:`schemas.replacement.settle_claims`).
 
-    A live file that is unreadable, of another version range or of the wrong schema raises a
-    :class:`DatasetError` naming it; with ``on_problem`` it is reported there and left out
-    instead (``check`` collects every problem). A file removed meanwhile raises
+    A live file that is unreadable, of another version range or of the wrong schema, and a
+    replacement claim that does not hold, raise a :class:`DatasetError` naming the file;
+    with ``on_problem`` each is reported there instead (``check`` collects every problem)
+    and the files concerned stay live. A file removed meanwhile raises
     :class:`FileVanishedError`: list again (:func:`stable`).
     """
-    files = list_parquet(loc, table)
-    versions: dict[str, int] = {}
+    listed = list_files(loc, table)
+    footers: dict[str, Footer] = {}
     failures: dict[str, DatasetError] = {}
-    superseded: set[str] = set()
     oldest = oldest_readable(table)
-    for path in files:
+    for stat in listed:
+        path = stat.path
         try:
-            footer = read_footer(loc, path)
-            version = footer_version(path, footer)
-            if not oldest <= version <= SCHEMA_VERSION:
-                raise SchemaVersionError(path, version, oldest, SCHEMA_VERSION)
-            problems = file_problems(table, footer, version, lambda p=path: _version_column(loc, p))
+            footer = parse_footer(path, read_footer(loc, path))
+            if not oldest <= footer.version <= SCHEMA_VERSION:
+                raise SchemaVersionError(path, footer.version, oldest, SCHEMA_VERSION)
+            problems = file_problems(
+                table,
+                footer.metadata,
+                footer.version,
+                lambda column, p=path: read_file(loc, p, [column]).column(column),
+                partition_values(loc, table, path),
+            )
             if problems:
                 raise SchemaMismatchError(path, problems)
         except FileVanishedError:
@@ -92,25 +133,33 @@ def table_files(loc: Location, table: str, on_problem: Callable[[DatasetError], 
         except DatasetError as exc:
             failures[path] = exc
             continue
-        versions[path] = version
-        directory = posixpath.dirname(path)
-        superseded.update(posixpath.join(directory, name) for name in footer_replaces(footer))
-    for path, exc in failures.items():
-        if path in superseded:  # replaced by a merged file: readers never look at it
-            continue
-        if on_problem is None:
-            raise exc
-        on_problem(exc)
-    live = [p for p in versions if p not in superseded]
+        footers[path] = footer
+    retired, claim_problems = settle_claims(
+        table, footers, list(failures), lambda path: file_keys(loc, table, path, footers[path].version)
+    )
+    problems = [exc for path, exc in failures.items() if path not in retired] + claim_problems
+    if problems and on_problem is None:
+        raise problems[0]
+    for exc in problems:
+        on_problem(exc)  # type: ignore[misc]
+    live = [p for p in footers if p not in retired]
+    versions = {p: footers[p].version for p in live}
+    by_path = {stat.path: stat for stat in listed}
     return TableFiles(
         current=[p for p in live if versions[p] == SCHEMA_VERSION],
         older={p: versions[p] for p in live if versions[p] != SCHEMA_VERSION},
-        superseded=sorted(superseded & set(files)),
+        superseded=sorted(retired),
+        stats=tuple(by_path[p] for p in live),
     )
 
 
-def _version_column(loc: Location, path: str) -> pa.ChunkedArray:
-    return read_file(loc, path, ["schema_version"]).column("schema_version")
+def file_keys(loc: Location, table: str, path: str, version: int) -> pa.Table:
+    """The key columns of the rows of ``path``, a ``version`` file of ``table``, lifted to the
+    current schema (only the key columns are read from a current-version file)."""
+    key = list(table_spec(table).key)
+    if version == SCHEMA_VERSION:
+        return read_file(loc, path, key)
+    return lift(table, read_file(loc, path), version).select(key)
 
 
 RELIST_ATTEMPTS = 20
@@ -181,53 +230,47 @@ def _find_unreadable(loc: Location, files: list[str]) -> str | None:
     return None
 
 
-def dedupe(table: pa.Table, key: Sequence[str]) -> pa.Table:
-    """Keep the first row of every key."""
-    if table.num_rows == 0:
-        return table
-    indexed = table.select(list(key)).append_column("__row", pa.array(range(table.num_rows), pa.int64()))
-    first = indexed.group_by(list(key), use_threads=False).aggregate([("__row", "min")])
-    if first.num_rows == table.num_rows:
-        return table
-    rows = first.column("__row_min")
-    return table.take(pc.take(rows, pc.sort_indices(rows)))
+def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | None = None) -> bool:
+    """Whether no key of ``table`` repeats across its live files ``found``; for ``runs`` and
+    ``measurements`` a repeat raises :class:`RepeatedKeyError` instead.
 
-
-UNIQUE_KEYED = frozenset({"runs", "measurements"})
-"""Tables whose key identifies one observation: a repeated key is a row written twice, which
-readers refuse rather than silently drop (they could not tell which copy is right)."""
+    Checked once per file set: a set found sound is remembered (:mod:`schemas.verdicts`) and
+    not checked again. ``rows``: every row of the live files with the key columns, when the
+    caller has read them anyway (saves reading the keys again).
+    """
+    if verdicts.known(loc, table, found.stats):
+        return True
+    key = list(table_spec(table).key)
+    keys = rows.select(key) if rows is not None else _read_files(loc, table, found, key, None)
+    if keys.num_rows > 1 and not distinct_by_hash(keys, key):
+        repeats = repeated_keys(keys, key)  # exact, with an example for the message
+        if table in UNIQUE_KEYED:
+            refuse_repeats(table, repeats)
+        if repeats.extra:
+            return False
+    verdicts.remember(loc, table, found.stats)
+    return True
 
 
 @dataclass(frozen=True)
-class RepeatedKeys:
-    """Rows beyond the first of each key (``extra``) and one repeated key as an example."""
-
-    key: tuple[str, ...]
-    extra: int
-    example: dict[str, Any] | None
+class _Gated:
+    found: TableFiles
+    rows: pa.Table
+    unique: bool
 
 
-def repeated_keys(table: pa.Table, key: Sequence[str]) -> RepeatedKeys:
-    """How many rows of ``table`` repeat a ``key`` of an earlier row."""
-    key = tuple(key)
-    if table.num_rows == 0:
-        return RepeatedKeys(key, 0, None)
-    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
-    repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
-    if repeated.num_rows == 0:
-        return RepeatedKeys(key, 0, None)
-    extra = int(pc.sum(repeated.column("count_all")).as_py()) - repeated.num_rows
-    return RepeatedKeys(key, extra, repeated.select(list(key)).slice(0, 1).to_pylist()[0])
-
-
-def refuse_repeats(table: str, found: RepeatedKeys) -> None:
-    """Raise :class:`RepeatedKeyError` when ``found`` has repeated keys."""
-    if found.extra:
-        example = ", ".join(f"{k}={v}" for k, v in (found.example or {}).items())
-        raise RepeatedKeyError(
-            f"{table}: {found.extra} row(s) repeat a key ({', '.join(found.key)}), e.g. {example}: "
-            "the same rows were written twice; `python -m schemas check` names the files"
-        )
+def _gated_read(loc: Location, table: str, columns: list[str] | None, expression) -> _Gated:
+    """List and validate the table's files, check its keys (once per file set), read the rows
+    (one :func:`stable` attempt). Content-keyed tables with copies keep their key columns so
+    the caller can drop the copies."""
+    found = table_files(loc, table)
+    if columns is None and expression is None and not verdicts.known(loc, table, found.stats):
+        rows = _read_files(loc, table, found, None, None)  # the full read holds every key
+        return _Gated(found, rows, keys_unique(loc, table, found, rows))
+    unique = keys_unique(loc, table, found)
+    if columns is not None and not unique:
+        columns = columns + [k for k in table_spec(table).key if k not in columns]
+    return _Gated(found, _read_files(loc, table, found, columns, expression), unique)
 
 
 def _commit_keys(table: pa.Table) -> pa.Array:
@@ -242,7 +285,7 @@ def only_committed(measurements: pa.Table, runs: pa.Table) -> pa.Table:
 def committed_runs(url: str) -> pa.Table:
     """(run_id, harvest_id) of every committed run."""
     loc = resolve(url)
-    return stable(lambda: _read_files(loc, "runs", table_files(loc, "runs"), list(COMMIT_KEY), None))
+    return stable(lambda: _gated_read(loc, "runs", list(COMMIT_KEY), None).rows)
 
 
 def read_table(
@@ -271,22 +314,23 @@ def read_table(
     ``"pooled"``, ``filters`` apply to the chosen rows, not before the choice.
 
     Raises :class:`DatasetError` for a missing table, :class:`CorruptFileError`,
-    :class:`SchemaVersionError` and :class:`SchemaMismatchError` naming the file at fault, and
-    :class:`RepeatedKeyError` when ``runs`` or ``measurements`` rows repeat their key (a row
-    written twice; ``python -m schemas check`` names the files). Files that a concurrent
-    ``compact`` replaces while they are read are read from the merged file instead.
+    :class:`SchemaVersionError` and :class:`SchemaMismatchError` naming the file at fault,
+    :class:`ReplacementError` when a file claims to replace rows it does not hold, and
+    :class:`RepeatedKeyError` when ``runs`` or ``measurements`` rows repeat their key anywhere
+    in the table's files (a row written twice; ``python -m schemas check`` names the files):
+    the verdict is the table's, whatever ``columns`` and ``filters`` select, and is reached
+    once per set of files (:mod:`schemas.verdicts`). Files that a concurrent ``compact``
+    replaces while they are read are read from the merged file instead.
     """
     check_mode(harvests, table, committed_only)
-    spec = table_spec(table)
+    table_spec(table)  # an unknown table name is a KeyError naming it
     loc = resolve(url)
     wanted = list(columns) if columns is not None else None
     needed = wanted
-    extra_keys: list[str] = []
     if wanted is not None:
+        extra_keys: list[str] = []
         if table == "measurements" and committed_only:
             extra_keys += [k for k in COMMIT_KEY if k not in wanted]
-        if table in CONTENT_KEYED or table in UNIQUE_KEYED:
-            extra_keys += [k for k in spec.key if k not in wanted and k not in extra_keys]
         extra_keys += [k for k in needed_columns(table, harvests) if k not in wanted and k not in extra_keys]
         needed = wanted + extra_keys
     expression = _expression(filters)
@@ -294,13 +338,12 @@ def read_table(
     if choose_first and expression is not None:
         needed = None  # the filter may name any column
     read_filter = None if choose_first else expression
-    result = stable(lambda: _read_files(loc, table, table_files(loc, table), needed, read_filter))
+    gated = stable(lambda: _gated_read(loc, table, needed, read_filter))
+    result = gated.rows
     if table == "measurements" and committed_only:
         result = only_committed(result, committed_runs(url))
-    if table in CONTENT_KEYED:
-        result = dedupe(result, spec.key)
-    if table in UNIQUE_KEYED:
-        refuse_repeats(table, repeated_keys(result, spec.key))
+    if table in CONTENT_KEYED and not gated.unique:
+        result = dedupe(result, table_spec(table).key)
     if choose_first:
         recency = _finish_times(loc) if table == "measurements" else None
         result = one_harvest(table, result, harvests, recency)
@@ -314,7 +357,7 @@ def read_table(
 def _finish_times(loc: Location) -> pa.Table:
     """(run_id, harvest_id, finished_at) of every committed run: the harvests' recency."""
     columns = [*COMMIT_KEY, "finished_at"]
-    return stable(lambda: _read_files(loc, "runs", table_files(loc, "runs"), columns, None))
+    return stable(lambda: _gated_read(loc, "runs", columns, None).rows)
 
 
 def scan_table(
@@ -329,7 +372,9 @@ def scan_table(
     Local datasets whose files are all at the current version are scanned lazily by polars
     itself (projection and predicate pushdown apply); otherwise, and for ``harvests``
     ``"latest"`` / ``"pooled"`` (one harvest per run, as in :func:`read_table`), the gated
-    pyarrow read is wrapped.
+    pyarrow read is wrapped. Every file's footer is checked when the frame is made; the check
+    for repeated ``runs``/``measurements`` keys runs when the frame is first collected (once
+    per set of files, :mod:`schemas.verdicts`) and raises :class:`RepeatedKeyError` there.
 
     The frame holds its files open (up to :data:`PIN_LIMIT` files; beyond that it names them),
     so a concurrent ``compact`` that deletes them later does not break it.
@@ -337,6 +382,7 @@ def scan_table(
     import polars as pl
 
     check_mode(harvests, table, committed_only)
+    table_spec(table)
     loc = resolve(url)
     found = stable(lambda: table_files(loc, table))
     is_local = not ("://" in url and not url.startswith("file://"))
@@ -376,16 +422,36 @@ def _lazy_frame(loc: Location, url: str, table: str, committed_only: bool, *, fi
     if table == "measurements" and committed_only:
         runs = pl.from_arrow(committed_runs(url)).lazy()
         frame = frame.join(runs, on=list(COMMIT_KEY), how="semi")
-    if table in CONTENT_KEYED:
+    if table in CONTENT_KEYED and not keys_unique(loc, table, found):
         frame = frame.unique(subset=list(table_spec(table).key), keep="first", maintain_order=True)
-    if table in UNIQUE_KEYED:  # same verdict as read_table; polars reads the key columns only
-        key = list(table_spec(table).key)
-        try:
-            repeats = frame.group_by(key).len().filter(pl.col("len") > 1).collect()
-        except FileNotFoundError as exc:  # compaction replaced a file since the listing
-            raise FileVanishedError(str(exc)) from exc
-        if repeats.height:
-            example = repeats.row(0, named=True)
-            extra = int(repeats["len"].sum()) - repeats.height
-            refuse_repeats(table, RepeatedKeys(tuple(key), extra, {k: example[k] for k in key}))
+    if table in UNIQUE_KEYED and not verdicts.known(loc, table, found.stats):
+        frame = frame.map_batches(
+            _KeyCheck(loc, table, found),
+            predicate_pushdown=True,
+            projection_pushdown=True,
+            slice_pushdown=True,
+            streamable=True,
+        )
     return frame
+
+
+class _KeyCheck:
+    """Passes batches through unchanged; before the first, checks the table's keys (the
+    verdict of :func:`keys_unique`), so :func:`scan_table` costs nothing until collected."""
+
+    def __init__(self, loc: Location, table: str, found: TableFiles) -> None:
+        self.loc, self.table, self.found = loc, table, found
+        self.done = False
+        self.lock = threading.Lock()  # polars may run batches of one frame in parallel
+
+    def __call__(self, batch: pl.DataFrame) -> pl.DataFrame:
+        with self.lock:
+            if not self.done:
+                listings = iter([self.found])  # files replaced since: the merged ones hold the rows
+                stable(
+                    lambda: keys_unique(
+                        self.loc, self.table, next(listings, None) or table_files(self.loc, self.table)
+                    )
+                )
+                self.done = True
+        return batch

@@ -2,9 +2,9 @@
 
 A retried flush could write the same ``runs`` or ``measurements`` rows twice; readers refuse
 such a table (:class:`schemas.errors.RepeatedKeyError`). :func:`repair_repeats` rewrites each
-affected partition into one file keeping the first row of every key, through compaction's
-atomic replacement (:func:`schemas.compact.replace_files`, under the compaction lock), so a
-crash part-way loses or doubles nothing. Repeats are dropped only when they are identical
+affected partition into one file keeping the first row of every key, through the atomic
+replacement of files (:func:`schemas.replacement.replace_files`, under the dataset's
+maintenance lock), so a crash part-way loses or doubles nothing. Repeats are dropped only when they are identical
 copies: rows sharing a key but differing in any column other than ``schema_version`` (the
 files may predate a schema upgrade) are refused, naming the key and the files, before
 anything is changed.
@@ -13,7 +13,6 @@ anything is changed.
 from __future__ import annotations
 
 import math
-import os
 import posixpath
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,12 +20,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 
-from schemas.compact import merge_files, replace_files
+from schemas.compact import key_reader, merge_files, present_tables
 from schemas.errors import DatasetError
-from schemas.locking import dataset_lock
-from schemas.reader import UNIQUE_KEYED, dedupe, repeated_keys, table_files
+from schemas.keys import UNIQUE_KEYED, dedupe, repeated_keys
+from schemas.locking import maintenance_lock
+from schemas.reader import table_files
+from schemas.replacement import replace_files
 from schemas.storage import Location, resolve
 from schemas.tables import TABLES
 
@@ -63,20 +63,21 @@ def repair_repeats(url: str) -> list[RepairResult]:
     different partitions are left alone (``check`` still reports them).
     """
     loc = resolve(url)
-    present = [
-        name
-        for name in sorted(UNIQUE_KEYED)
-        if loc.fs.get_file_info(loc.table_dir(name)).type == pafs.FileType.Directory
-    ]
+    with maintenance_lock(loc, "check --fix"):
+        return repair_locked(loc)
+
+
+def repair_locked(loc: Location) -> list[RepairResult]:
+    """:func:`repair_repeats` for a caller that holds the maintenance lock."""
+    present = [name for name in present_tables(loc) if name in UNIQUE_KEYED]
     results: list[RepairResult] = []
-    with dataset_lock(loc, "compact", wait=True, holder=f"repair pid {os.getpid()}"):
-        plans = [plan for name in present for plan in _plan_table(loc, name)]  # refuse first
-        for name, directory, paths, kept, dropped in plans:
-            replace_files(loc, name, directory, paths, kept)
-            partition = posixpath.relpath(directory, loc.table_dir(name))
-            results.append(
-                RepairResult(name, "" if partition == "." else partition, len(paths), dropped)
-            )
+    plans = [plan for name in sorted(present) for plan in _plan_table(loc, name)]  # refuse first
+    for name, directory, paths, kept, dropped in plans:
+        replace_files(loc, name, directory, paths, kept, read_keys=key_reader(loc, name), prefix="repair")
+        partition = posixpath.relpath(directory, loc.table_dir(name))
+        results.append(
+            RepairResult(name, "" if partition == "." else partition, len(paths), dropped)
+        )
     return results
 
 
@@ -88,7 +89,7 @@ def _plan_table(loc: Location, name: str) -> list[Plan]:
     found = table_files(loc, name)  # every file valid, or raise naming it
     key = TABLES[name].key
     by_directory: dict[str, list[str]] = defaultdict(list)
-    for path in sorted([*found.current, *found.older]):
+    for path in sorted(found.live):
         by_directory[posixpath.dirname(path)].append(path)
     plans = []
     for directory, paths in sorted(by_directory.items()):

@@ -15,14 +15,14 @@ anonymous id); this module finds them in datasets written before, or by other to
 Columns hashed into keys (kernel source, signature and toolchain JSON, config JSON) are never
 rewritten: ids must not change. ``ir_id`` hashes the IR without locations, so it is unchanged.
 
-Files are replaced like ``compact`` does: the rewritten file appears by atomic rename and
-names the file it replaces in its footer, then the old one is deleted; a crash in between
-loses or doubles nothing.
+Files are replaced like ``compact`` does (:mod:`schemas.replacement`): the rewritten file
+appears by atomic rename and names the file it replaces in its footer, then the old one is
+deleted; a crash in between loses or doubles nothing. Scrub holds the dataset's maintenance
+lock, so it never rewrites a file a ``compact`` is merging.
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Callable, Iterable
@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 
+from schemas.compact import key_reader, present_tables
 from schemas.errors import DatasetError
+from schemas.locking import LOCK_DIR, clear_idle_locks, holders_naming_hosts, maintenance_lock
 from schemas.machine import ANONYMOUS_PREFIX, anonymize_host, is_anonymous
 from schemas.paths import (
     FREE_PATH_RE2,
@@ -43,9 +44,10 @@ from schemas.paths import (
     relativize_locations,
 )
 from schemas.reader import TableFiles, lift, read_table, table_files
-from schemas.storage import META_REPLACES, Location, read_file, resolve, write_atomic
+from schemas.replacement import delete_replaced, replace_files
+from schemas.storage import Location, read_file, resolve
 from schemas.tables import SCHEMA_VERSION, TABLES
-from schemas.writer import new_writer_id, with_file_metadata
+from schemas.writer import new_writer_id
 
 HASHED_TEXT: frozenset[tuple[str, str]] = frozenset(
     {
@@ -83,26 +85,31 @@ class ScrubResult:
     """Column -> values rewritten."""
 
 
-def scrub_dataset(url: str, *, state_dir: Path | None = None) -> list[ScrubResult]:
+def scrub_dataset(
+    url: str, *, state_dir: Path | None = None, on_wait: Callable[[str], None] | None = None
+) -> list[ScrubResult]:
     """Rewrite the dataset at ``url`` so that it names no machine (see module doc).
 
     ``state_dir``: where the anonymizing secret lives when the machine has no machine id
     (see :mod:`schemas.machine`). Running it again changes nothing. Returns one result per
     table present. Every file is validated before any is changed: a dataset with an invalid
     file raises :class:`DatasetError` naming it, untouched; so does a path holding no tables.
+    Holds the dataset's maintenance lock (``on_wait(holder)`` is called when another
+    maintenance command holds it), so it never rewrites files a ``compact`` is merging.
     """
     loc = resolve(url)
-    present = [
-        name
-        for name in TABLES
-        if loc.fs.get_file_info(loc.table_dir(name)).type == pafs.FileType.Directory
-    ]
+    present = present_tables(loc)
     if not present:
         raise DatasetError(f"{url}: no table directories ({', '.join(TABLES)}); not a dataset root")
-    found = {name: table_files(loc, name) for name in present}
-    rewrite = _path_rewriter(url)
-    anonymize = lambda host: anonymize_host(host, state_dir=state_dir)  # noqa: E731
-    return [_scrub_table(loc, name, found[name], rewrite, anonymize) for name in present]
+    with maintenance_lock(loc, "scrub", on_wait):
+        found = {name: table_files(loc, name) for name in present}  # listed under the lock
+        rewrite = _path_rewriter(url)
+        anonymize = lambda host: anonymize_host(host, state_dir=state_dir)  # noqa: E731
+        results = [_scrub_table(loc, name, found[name], rewrite, anonymize) for name in present]
+        cleared = clear_idle_locks(loc)  # lock lines of older versions named the host
+        if cleared:
+            results.append(ScrubResult(LOCK_DIR, files_rewritten=cleared))
+        return results
 
 
 def _path_rewriter(url: str) -> Callable[[str], str]:
@@ -130,27 +137,26 @@ def _scrub_table(
 ) -> ScrubResult:
     result = ScrubResult(name)
     for path in found.superseded:  # leftovers of an interrupted compaction: readers ignore them
-        loc.fs.delete_file(path)
+        delete_replaced(loc, path)
+    read_keys = key_reader(loc, name)
     writer_id = new_writer_id()
-    for sequence, path in enumerate([*found.current, *found.older], start=1):
+    for sequence, path in enumerate(found.live, start=1):
         version = found.older.get(path, SCHEMA_VERSION)
         # lifted or conformed to the current schema, as readers see it (absent nullable
         # columns null), so the rewritten file is a current-version file
         table = lift(name, read_file(loc, path), version)
         scrubbed, changed = scrub_table(name, table, rewrite, anonymize)
         directory, base = posixpath.split(path)
-        new_name = f"part-scrub-{writer_id}-{sequence:06d}.parquet"
         if changed:
             for column, count in changed.items():
                 result.values_changed[column] = result.values_changed.get(column, 0) + count
-            replaces = {META_REPLACES: json.dumps([base]).encode()}
-            data = with_file_metadata(
-                scrubbed.replace_schema_metadata(None), TABLES[name], replaces
-            )
-            write_atomic(loc, directory, new_name, data)
-            loc.fs.delete_file(path)
+            replace_files(
+                loc, name, directory, [path], scrubbed.replace_schema_metadata(None),
+                read_keys=read_keys, prefix="scrub",
+            )  # fmt: skip
             result.files_rewritten += 1
         elif not _ANONYMOUS_FILE.match(base):
+            new_name = f"part-scrub-{writer_id}-{sequence:06d}.parquet"
             loc.fs.move(path, posixpath.join(directory, new_name))  # one atomic rename
             result.files_renamed += 1
     return result
@@ -233,6 +239,12 @@ def publication_warnings(loc: Location, tables: dict[str, pa.Table]) -> list[str
         warnings.append(
             f"{len(named_files)} file name(s) carry a host name, e.g. {named_files[0]}; `scrub` renames them"
         )
+    named_locks = holders_naming_hosts(loc)
+    if named_locks:
+        warnings.append(
+            f"{len(named_locks)} lock file(s) name a host, e.g. {posixpath.relpath(named_locks[0], loc.root)}; "
+            "`scrub` empties those no process holds"
+        )
     return warnings
 
 
@@ -261,7 +273,7 @@ def _files_naming_hosts(loc: Location, tables: dict[str, pa.Table], hosts: list[
             found = table_files(loc, name)
         except DatasetError:  # check reports unreadable tables itself
             continue
-        for path in [*found.current, *found.older]:
+        for path in found.live:
             base = posixpath.basename(path)
             if pattern.match(base) and not _ANONYMOUS_FILE.match(base):
                 named.append(posixpath.relpath(path, loc.root))

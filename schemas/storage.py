@@ -59,8 +59,20 @@ def is_hidden(relative_path: str) -> bool:
     return any(part.startswith((".", "_")) for part in relative_path.split("/"))
 
 
-def list_parquet(loc: Location, table: str) -> list[str]:
-    """Visible Parquet files of a table, sorted. Raises DatasetError if the table is absent."""
+@dataclass(frozen=True)
+class FileStat:
+    """A visible Parquet file of a table: its path, size in bytes and modification time in ns
+    (0 when the filesystem reports none). Files are immutable once they appear, so these
+    identify a file's content (see :mod:`schemas.verdicts`)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+def list_files(loc: Location, table: str) -> list[FileStat]:
+    """Visible Parquet files of a table, sorted by path. Raises DatasetError if the table is
+    absent."""
     table_dir = loc.table_dir(table)
     info = loc.fs.get_file_info(table_dir)
     if info.type != pafs.FileType.Directory:
@@ -74,8 +86,27 @@ def list_parquet(loc: Location, table: str) -> list[str]:
             and item.path.endswith(".parquet")
             and not is_hidden(rel)
         ):
-            files.append(item.path)
-    return sorted(files)
+            mtime = item.mtime_ns if item.mtime_ns is not None else 0
+            files.append(FileStat(item.path, int(item.size or 0), int(mtime)))
+    return sorted(files, key=lambda f: f.path)
+
+
+def list_parquet(loc: Location, table: str) -> list[str]:
+    """Paths of the visible Parquet files of a table, sorted. Raises DatasetError if the table
+    is absent."""
+    return [f.path for f in list_files(loc, table)]
+
+
+def partition_values(loc: Location, table: str, path: str) -> dict[str, str]:
+    """The hive partition values the directories of ``path`` name (``arch=sm_90/`` ->
+    ``{"arch": "sm_90"}``), relative to the table's directory."""
+    relative = posixpath.relpath(posixpath.dirname(path), loc.table_dir(table))
+    values = {}
+    for segment in relative.split("/"):
+        key, sep, value = segment.partition("=")
+        if sep and key:
+            values[key] = value
+    return values
 
 
 def read_footer(loc: Location, path: str) -> pq.FileMetaData:
@@ -89,9 +120,26 @@ def read_footer(loc: Location, path: str) -> pq.FileMetaData:
         raise CorruptFileError(path, exc) from exc
 
 
-def footer_version(path: str, metadata: pq.FileMetaData) -> int:
-    """The footer's ``kernel_corpus.schema_version``; CorruptFileError when absent or not an
-    integer."""
+@dataclass(frozen=True)
+class Footer:
+    """What kernel-corpus keeps in a file's Parquet footer, parsed and checked
+    (:func:`parse_footer`, the one place footers are interpreted)."""
+
+    path: str
+    metadata: pq.FileMetaData
+    version: int
+    """``kernel_corpus.schema_version``."""
+    table: str | None
+    """``kernel_corpus.table``: the table the writer meant (None: not recorded)."""
+    replaces: tuple[str, ...]
+    """``kernel_corpus.replaces``: names of sibling files this one supersedes (written by
+    ``compact``, ``scrub`` and ``check --fix``; see :mod:`schemas.replacement`)."""
+
+
+def parse_footer(path: str, metadata: pq.FileMetaData) -> Footer:
+    """The kernel-corpus entries of ``path``'s footer; CorruptFileError naming the file when
+    one is missing or malformed (a version that is not an integer, a ``replaces`` entry that
+    is not a JSON list of sibling file names)."""
     kv = metadata.metadata or {}
     if META_VERSION not in kv:
         raise CorruptFileError(path, "no kernel_corpus.schema_version in the file metadata")
@@ -100,12 +148,44 @@ def footer_version(path: str, metadata: pq.FileMetaData) -> int:
         raise CorruptFileError(
             path, f"footer kernel_corpus.schema_version is {text!r}, not an integer"
         )
-    return int(text)
+    table = kv[META_TABLE].decode(errors="replace") if META_TABLE in kv else None
+    replaces = _parse_replaces(path, kv.get(META_REPLACES))
+    return Footer(path, metadata, int(text), table, replaces)
 
 
-def footer_replaces(metadata: pq.FileMetaData) -> list[str]:
-    kv = metadata.metadata or {}
-    return json.loads(kv[META_REPLACES]) if META_REPLACES in kv else []
+def _parse_replaces(path: str, raw: bytes | None) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    text = raw.decode(errors="replace")
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise CorruptFileError(
+            path, f"footer kernel_corpus.replaces is {shown!r}, not a JSON list of file names"
+        )
+    own = posixpath.basename(path)
+    for name in names:
+        if (
+            not name.endswith(".parquet")
+            or "/" in name
+            or "\\" in name
+            or name.startswith((".", "_"))
+            or name == own
+        ):
+            raise CorruptFileError(
+                path,
+                f"footer kernel_corpus.replaces names {name!r}, which is not another visible "
+                "Parquet file of the same directory",
+            )
+    return tuple(names)
+
+
+def footer_version(path: str, metadata: pq.FileMetaData) -> int:
+    """The footer's ``kernel_corpus.schema_version`` (:func:`parse_footer`)."""
+    return parse_footer(path, metadata).version
 
 
 def read_file(loc: Location, path: str, columns: list[str] | None = None) -> pa.Table:

@@ -12,19 +12,21 @@ Checked, from the Parquet footer only (no data pages are read):
 - every non-nullable declared column is present, and has no nulls (row-group statistics);
 - every present column has its declared type (string vs large_string and list vs large_list
   are the same values and pass; int64 where a string is declared does not);
-- the ``schema_version`` column holds the footer's version in every row (row-group
-  statistics; the column is read only when a writer left no statistics).
+- the ``schema_version`` column holds the footer's version in every row, and each partition
+  column the value its directory names (``arch=sm_90/``) (row-group statistics; a column is
+  read only when a writer left no statistics).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.history import declared_schema
 from schemas.storage import META_TABLE
+from schemas.tables import TABLES
 
 VERSION_COLUMN = "schema_version"
 
@@ -98,21 +100,31 @@ def null_problems(metadata: pq.FileMetaData, declared: pa.Schema) -> list[str]:
     return problems
 
 
+ColumnReader = Callable[[str], pa.ChunkedArray]
+"""Reads one column of the file being validated (only called when statistics are missing)."""
+
+
+def _values(metadata: pq.FileMetaData, name: str, read_column: ColumnReader) -> set:
+    """Distinct non-null values of column ``name``: from min/max statistics when every row
+    group has them, else read."""
+    stats = _statistics(metadata, name)
+    if stats and all(s is not None and s.has_min_max for s in stats):
+        return {s.min for s in stats} | {s.max for s in stats}
+    if not stats and metadata.num_rows == 0:
+        return set()
+    return set(read_column(name).drop_null().unique().to_pylist())
+
+
 def version_column_problems(
-    metadata: pq.FileMetaData, version: int, read_column: Callable[[], pa.ChunkedArray]
+    metadata: pq.FileMetaData, version: int, read_column: ColumnReader
 ) -> list[str]:
     """Rows whose ``schema_version`` differs from the footer's ``version``.
 
     Uses min/max statistics; ``read_column`` is called only when a row group has none.
     """
-    stats = _statistics(metadata, VERSION_COLUMN)
-    if not stats:
+    if not _statistics(metadata, VERSION_COLUMN):
         return []
-    if all(s is not None and s.has_min_max for s in stats):
-        values = {s.min for s in stats} | {s.max for s in stats}
-    else:
-        values = set(read_column().drop_null().unique().to_pylist())
-    other = sorted(v for v in values if v != version)
+    other = sorted(v for v in _values(metadata, VERSION_COLUMN, read_column) if v != version)
     if other:
         return [
             f"column 'schema_version' holds {', '.join(map(str, other))} but the footer says {version}"
@@ -120,16 +132,44 @@ def version_column_problems(
     return []
 
 
+def partition_problems(
+    metadata: pq.FileMetaData,
+    partition_by: tuple[str, ...],
+    partition: Mapping[str, str],
+    read_column: ColumnReader,
+) -> list[str]:
+    """Directory names (``arch=sm_90/``) that disagree with the file's own partition column,
+    or that name a key the table is not partitioned by: readers use the column, tools that
+    prune by directory use the name, and the two must select the same rows."""
+    problems = []
+    stored = metadata.schema.to_arrow_schema().names
+    for key, value in partition.items():
+        if key not in partition_by:
+            wanted = ", ".join(partition_by) or "nothing"
+            problems.append(
+                f"directory {key}={value}/ names no partition key of this table (partitioned by {wanted})"
+            )
+        elif key in stored:
+            other = sorted(str(v) for v in _values(metadata, key, read_column) if str(v) != value)
+            if other:
+                problems.append(
+                    f"column {key!r} holds {', '.join(other)} but the file is under {key}={value}/"
+                )
+    return problems
+
+
 def file_problems(
     table: str,
     metadata: pq.FileMetaData,
     version: int,
-    read_column: Callable[[], pa.ChunkedArray],
+    read_column: ColumnReader,
+    partition: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Everything wrong with one file of ``table`` written under ``version``; empty when sound.
 
-    ``metadata`` is the file's Parquet footer; ``read_column`` reads its schema_version column
-    (only needed when the writer stored no statistics).
+    ``metadata`` is the file's Parquet footer; ``read_column`` reads one of its columns (only
+    needed when the writer stored no statistics); ``partition``: the ``key=value`` names of
+    the directories the file sits in.
     """
     kv = metadata.metadata or {}
     named = kv.get(META_TABLE)
@@ -145,4 +185,6 @@ def file_problems(
     problems += null_problems(metadata, declared)
     if VERSION_COLUMN in stored.names:
         problems += version_column_problems(metadata, version, read_column)
+    if partition:
+        problems += partition_problems(metadata, TABLES[table].partition_by, partition, read_column)
     return problems

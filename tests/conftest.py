@@ -1,7 +1,8 @@
 """Session-wide test set-up and the fixtures several packages' tests share.
 
 - a private Triton cache, so results never depend on what other checkouts (other paths, other
-  source locations) left in ~/.triton/cache;
+  source locations) left in ~/.triton/cache; removed when the session ends (when this file
+  made it);
 - :mod:`tests.progress`: long tests and long fixtures are named on the terminal as they start;
 - ``demo_dataset`` / ``demo_train``: what ``make demo`` makes (its own commands, read from the
   Makefile), once per session, for the README, notebook and train tests;
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,7 +23,15 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="kernel-corpus-test-cache-"))
+_OWN_TRITON_CACHE: str | None = None
+if "TRITON_CACHE_DIR" not in os.environ:
+    _OWN_TRITON_CACHE = tempfile.mkdtemp(prefix="kernel-corpus-test-cache-")
+    os.environ["TRITON_CACHE_DIR"] = _OWN_TRITON_CACHE
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _OWN_TRITON_CACHE is not None:
+        shutil.rmtree(_OWN_TRITON_CACHE, ignore_errors=True)
 
 pytest_plugins = ["tests.progress"]
 

@@ -23,6 +23,13 @@ from corpus.bench.repro import describe, reproducibility
 from corpus.bench.repro_harvests import LoadHarvestFailed, ReproHarvestConfig, harvest_twice
 from corpus.harvest.settings import read_settings
 from schemas import DatasetError
+from schemas.argtypes import (
+    non_empty_csv,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from schemas.helptext import plain
 
 REPRO_FAMILIES = "add_broadcast,softmax,layernorm_fwd,matmul,cumsum,row_reduce"
@@ -39,8 +46,8 @@ class ReproDatasets:
 BenchCommand = HarvestBenchConfig | ReproDatasets | ReproHarvestConfig | ClusterBenchConfig
 
 
-def _families(text: str) -> tuple[str, ...]:
-    return tuple(f for f in text.split(",") if f)
+def _families(text: str | tuple[str, ...]) -> tuple[str, ...]:
+    return non_empty_csv(text) if isinstance(text, str) else text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,18 +62,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     harvest.add_argument(
         "--families",
+        type=non_empty_csv,
         default="add_broadcast,softmax,matmul",
         help="families of the workload, comma-separated (default: add_broadcast,softmax,matmul)",
     )
     harvest.add_argument(
-        "--max-configs", type=int, default=4, help="configs per run of the workload (default: 4)"
+        "--max-configs", type=positive_int, default=4, help="configs per run of the workload (default: 4)"
     )
     harvest.add_argument(
-        "--workers", type=int, default=2, help="compile workers of the pipeline (default: 2)"
+        "--workers", type=positive_int, default=2, help="compile workers of the pipeline (default: 2)"
     )
     harvest.add_argument(
         "--compile-tasks",
-        type=int,
+        type=positive_int,
         default=16,
         help="compiles timed for the 1-vs-N worker scaling (default: 16)",
     )
@@ -78,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     harvest.add_argument(
         "--timing-rounds",
-        type=int,
+        type=positive_int,
         default=2,
         help="alternating sequential/interleaved harvests per mode (default: 2)",
     )
@@ -99,20 +107,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --harvest: a third harvest runs beside the measured ones",
     )
     repro.add_argument(
-        "--families", default=REPRO_FAMILIES, help=f"with --harvest (default: {REPRO_FAMILIES})"
+        "--families", type=non_empty_csv, default=REPRO_FAMILIES, help=f"with --harvest (default: {REPRO_FAMILIES})"
     )
     repro.add_argument(
-        "--max-configs", type=int, default=6, help="with --harvest: configs per run (default: 6)"
+        "--max-configs", type=positive_int, default=6, help="with --harvest: configs per run (default: 6)"
     )
     repro.add_argument(
         "--passes",
-        type=int,
+        type=positive_int,
         default=None,
         help="with --harvest: timing passes (default: the harvest's)",
     )
     repro.add_argument(
         "--rep",
-        type=int,
+        type=positive_int,
         default=None,
         help="with --harvest: reps per pass (default: the harvest's)",
     )
@@ -140,19 +148,19 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster",
         help="tail idle time of static shards vs dynamic scheduling (simulated on local Ray)",
     )
-    cluster.add_argument("--lanes", type=int, default=4, help="simulated GPUs (default: 4)")
+    cluster.add_argument("--lanes", type=positive_int, default=4, help="simulated GPUs (default: 4)")
     cluster.add_argument(
-        "--work-s", type=float, default=40.0, help="lane-seconds of the plan (default: 40)"
+        "--work-s", type=positive_float, default=40.0, help="lane-seconds of the plan (default: 40)"
     )
     cluster.add_argument(
         "--noise",
-        type=float,
+        type=non_negative_float,
         default=0.5,
         help="sigma of the log-normal error of durations around estimates (default: 0.5)",
     )
     cluster.add_argument("--scale", default="default", help="plan scale (default: default)")
     cluster.add_argument(
-        "--seed", type=int, default=0, help="seed of the simulated durations (default: 0)"
+        "--seed", type=non_negative_int, default=0, help="seed of the simulated durations (default: 0)"
     )
     cluster.add_argument(
         "--address", default="local", help="Ray address (default: local, start one here)"

@@ -25,11 +25,27 @@ from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
 from corpus.suite.spec import SCALES
 from schemas import DatasetError
+from schemas.argtypes import (
+    integer,
+    non_empty_csv,
+    non_empty_text,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from schemas.helptext import plain
 
+DEVICES = "auto, cpu, cuda or cuda:N[,M...] (e.g. cuda:0,1)"
 
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+def _device(text: str) -> str:
+    """``--device``: auto | cpu | cuda | cuda:0,1 (which GPUs exist is checked later)."""
+    value = text.strip()
+    listed = value.removeprefix("cuda:").split(",") if value.startswith("cuda:") else None
+    if value in ("auto", "cpu", "cuda") or (listed and all(i.strip().isdigit() for i in listed)):
+        return value
+    raise argparse.ArgumentTypeError(f"expected {DEVICES}, got {text!r}")
 
 
 def _shard(text: str) -> tuple[int, int] | str:
@@ -44,42 +60,36 @@ def _shard(text: str) -> tuple[int, int] | str:
     return index, count
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m corpus.harvest", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--suite", type=_csv, default=("corpus.suite.kernels",), help="suite module(s) to load, comma-separated (default: the built-in suite)")
-    p.add_argument("--families", "--kernels", type=_csv, default=(), help="families to harvest, comma-separated (default: all)")
+    p.add_argument("--suite", type=non_empty_csv, default=("corpus.suite.kernels",), help="suite module(s) to load, comma-separated (default: the built-in suite)")
+    p.add_argument("--families", "--kernels", type=non_empty_csv, default=(), help="families to harvest, comma-separated (default: all)")
     p.add_argument("--scale", choices=SCALES, default="tiny", help="shape set per family (default: tiny, sized for the CPU interpreter)")
-    p.add_argument("--dtypes", type=_csv, default=(), help="dtypes to harvest, e.g. float16,bfloat16 (default: each family's; bfloat16 is dropped on the interpreter)")
-    p.add_argument("--max-configs", type=_positive, default=None, help="seeded sample of N valid configs per run, default config included (default: every config, invalid ones recorded as skipped)")
-    p.add_argument("--out", default="dataset", help="dataset root: a directory or fsspec URL (default: ./dataset)")
-    p.add_argument("--device", default="auto", help="auto | cpu (Triton interpreter) | cuda | cuda:0,1 (default: auto)")
+    p.add_argument("--dtypes", type=non_empty_csv, default=(), help="dtypes to harvest, e.g. float16,bfloat16 (default: each family's; bfloat16 is dropped on the interpreter)")
+    p.add_argument("--max-configs", type=positive_int, default=None, help="seeded sample of N valid configs per run, default config included (default: every config, invalid ones recorded as skipped)")
+    p.add_argument("--out", type=non_empty_text, default="dataset", help="dataset root: a directory or fsspec URL (default: ./dataset); a new or empty directory, or a dataset (see --force-out)")
+    p.add_argument("--device", type=_device, default="auto", help="auto | cpu (Triton interpreter) | cuda | cuda:0,1 (default: auto)")
     p.add_argument("--target", default=None, help="compile target for IR and static stats, e.g. sm_90, sm_80 (default: the GPU's own arch; sm_90 on CPU)")
-    p.add_argument("--workers", type=_positive, default=None, help=f"compile worker processes (default: CPU cores minus one per benchmark lane, at least 2, at most 16: {default_workers()} here with one lane)")
+    p.add_argument("--workers", type=positive_int, default=None, help=f"compile worker processes (default: CPU cores minus one per benchmark lane, at least 2, at most 16: {default_workers()} here with one lane)")
     p.add_argument("--shard", type=_shard, default=(0, 1), help="i/N: harvest only shard i of N, shards balanced by estimated cost (configs x problem size), the same on every machine; auto: i and N from a Slurm job array (SLURM_ARRAY_TASK_ID/_COUNT/_MIN) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX with KERNEL_CORPUS_SHARD_COUNT) (default: 0/1)")
     p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS", help="run on a Ray cluster (pip install -e '.[ray]' in a clone): one benchmark actor per GPU fed runs longest-first, compiles as CPU tasks; ADDRESS: auto (the cluster this machine joined, the default), local (start one here) or ray://host:10001")
     p.add_argument("--no-resume", dest="resume", action="store_false", help="measure every planned config again, also those --out already holds with the same bench settings (old rows are kept; new rows get a new harvest_id)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed launches per config before its first timed rep (default: 10 on GPU, 0 on the interpreter, where the correctness check already ran it)")
-    p.add_argument("--passes", type=_positive, default=None, help="interleaved timing passes: each pass times every checked config of a run in a seeded random order (default: 5 on GPU, 4 on the interpreter)")
-    p.add_argument("--rep", type=_positive, default=None, help="timed launches per config in each pass (default: 10 on GPU, 1 on the interpreter)")
-    p.add_argument("--compile-timeout", type=float, default=120.0, help="seconds before a compile's worker is killed (status compile_timeout; default: 120)")
-    p.add_argument("--bench-timeout", type=float, default=60.0, help="seconds per config (check + timing) before the benchmark worker is killed (status timeout; default: 60)")
+    p.add_argument("--warmup", type=non_negative_int, default=None, help="untimed launches per config before its first timed rep (default: 10 on GPU, 0 on the interpreter, where the correctness check already ran it)")
+    p.add_argument("--passes", type=positive_int, default=None, help="interleaved timing passes: each pass times every checked config of a run in a seeded random order (default: 5 on GPU, 4 on the interpreter)")
+    p.add_argument("--rep", type=positive_int, default=None, help="timed launches per config in each pass (default: 10 on GPU, 1 on the interpreter)")
+    p.add_argument("--compile-timeout", type=positive_float, default=120.0, help="seconds before a compile's worker is killed (status compile_timeout; default: 120)")
+    p.add_argument("--bench-timeout", type=positive_float, default=60.0, help="seconds per config (check + timing) before the benchmark worker is killed (status timeout; default: 60)")
     p.add_argument("--timer", choices=("auto", "cuda_event", "cuda_graph", "thread_cpu", "process_cpu", "wall"), default="auto", help="GPU: cuda_event (default) or cuda_graph; interpreter: thread_cpu (default: CPU time of the benchmark worker, immune to other processes), process_cpu or wall")
     p.add_argument("--no-l2-flush", dest="l2_flush", action="store_false", help="do not flush L2 (a 2x L2 buffer, at least 256 MiB) before each timed rep")
-    p.add_argument("--recycle-runs", type=int, default=200, help="replace a measure worker after it set up this many runs (0: never; default: 200)")
-    p.add_argument("--recycle-rss-gb", type=float, default=16.0, help="replace a measure worker whose resident host memory passes this many GiB when a run starts (0: no limit; default: 16)")
+    p.add_argument("--recycle-runs", type=non_negative_int, default=200, help="replace a measure worker after it set up this many runs (0: never; default: 200)")
+    p.add_argument("--recycle-rss-gb", type=non_negative_float, default=16.0, help="replace a measure worker whose resident host memory passes this many GiB when a run starts (0: no limit; default: 16)")
     p.add_argument("--no-static-stats", dest="static_stats", action="store_false", help="skip SASS statistics from the cubin")
-    p.add_argument("--flush-every", type=float, default=15.0, help="seconds between writes of finished runs (default: 15; a crash loses at most this much finished work)")
-    p.add_argument("--seed", type=int, default=0, help="seed of inputs, config sampling and benchmark order (default: 0)")
+    p.add_argument("--flush-every", type=non_negative_float, default=15.0, help="seconds between writes of finished runs (default: 15; a crash loses at most this much finished work)")
+    p.add_argument("--seed", type=integer(minimum=0), default=0, help="seed of inputs, config sampling and benchmark order (default: 0)")
     p.add_argument("--dry-run", action="store_true", help="print the planned runs and config counts, run nothing")
     p.add_argument("--allow-empty", action="store_true", help="exit 0 when the selection plans no runs (default: that is an error)")
     p.add_argument("--allow-repeat", action="store_true", help="run even while an identical harvest (same runs) is writing into the same --out; by default the second one stops")
+    p.add_argument("--force-out", action="store_true", help="write into an --out that is a non-empty directory holding no dataset, and replace a README.md or card.json there that kernel-corpus did not write with the dataset card (default: refused before any work)")
     p.add_argument("--no-compact", dest="compact", action="store_false", help="leave the files this harvest wrote as they are (default: merge them per partition at the end)")
     p.add_argument("--self-test", action="store_true", help="check this machine instead of harvesting: device facts, copy bandwidth vs peak, the L2 flush, the compile-worker -> launch cache hit, each timer (the interpreter subset without a GPU); exit 1 if a check fails")
     p.add_argument("--record-host", action="store_true", help="record the host name in runs.hostname (default: an anonymous id, stable per machine, so the dataset can be published as it is)")
@@ -111,6 +121,7 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         dry_run=args.dry_run,
         allow_empty=args.allow_empty,
         allow_repeat=args.allow_repeat,
+        force_out=args.force_out,
         compact=args.compact,
         static_stats=args.static_stats,
         flush_every_s=args.flush_every,

@@ -11,16 +11,20 @@ from typing import Any
 from rich.console import Console
 
 from corpus.harvest.checks import (
+    HarvestInputError,
     check_dtypes,
     check_interpreter,
     check_plan,
     check_target,
     harvest_lock,
     load_families,
+    plan_lock_name,
     probe_out,
 )
+from corpus.harvest.claims import RunClaims, committed_harvests
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
 from corpus.harvest.identity import toolchain_fingerprint
+from corpus.harvest.pending import PendingFinish, files_of
 from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
 from corpus.harvest.report import (
     HarvestProgress,
@@ -101,6 +105,9 @@ class HarvestConfig:
     """A selection that plans no runs is an error unless this is set."""
     allow_repeat: bool = False
     """Run even while an identical harvest is writing into the same dataset."""
+    force_out: bool = False
+    """Write into an ``out`` that is a non-empty directory holding no dataset, replacing a
+    README.md / card.json there that kernel-corpus did not write."""
 
 
 class HarvestError(RuntimeError):
@@ -172,19 +179,35 @@ def resolve_timer(requested: str, interpreter: bool) -> str:
     return requested
 
 
+def check_numbers(config: HarvestConfig) -> None:
+    """The numeric settings are in range. The command line refuses bad values as it parses
+    them (:mod:`schemas.argtypes`); this holds the library to the same rules, so that e.g. a
+    negative compile timeout can never be committed as ``compile_timeout`` rows that a later
+    harvest then trusts as measured."""
+    for flag, value, least, strict in (
+        ("--warmup", config.warmup, 0, False),
+        ("--passes", config.passes, 1, False),
+        ("--rep", config.rep, 1, False),
+        ("--recycle-runs", config.recycle_runs, 0, False),
+        ("--recycle-rss-gb", config.recycle_rss_gb, 0, False),
+        ("--compile-timeout", config.compile_timeout_s, 0, True),
+        ("--bench-timeout", config.bench_timeout_s, 0, True),
+        ("--flush-every", config.flush_every_s, 0, False),
+        ("--max-configs", config.max_configs, 1, False),
+        ("--workers", config.workers, 1, False),
+    ):
+        if value is None:
+            continue
+        if value != value or value in (float("inf"), float("-inf")) or value < least or (strict and value == least):
+            bound = f"above {least}" if strict else f"at least {least}"
+            raise HarvestError(f"{flag} {value}: must be a finite number {bound}")
+
+
 def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[str, ...], facts: DeviceFacts) -> Execution:
     interpreter = devices == (DEVICE_INTERPRETER,)
     timer = resolve_timer(config.timer, interpreter)
     warmup, passes, reps_per_pass = INTERPRETER_TIMING if interpreter else GPU_TIMING
-    for flag, value, least in (
-        ("--warmup", config.warmup, 0),
-        ("--passes", config.passes, 1),
-        ("--rep", config.rep, 1),
-        ("--recycle-runs", config.recycle_runs, 0),
-        ("--recycle-rss-gb", config.recycle_rss_gb, 0),
-    ):
-        if value is not None and value < least:
-            raise HarvestError(f"{flag} {value}: must be at least {least}")
+    check_numbers(config)
     if config.target is not None:
         target = config.target
     else:
@@ -271,6 +294,8 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     request = plan_request(config, interpreter, facts.model, toolchain, execution.target)
     planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
+    claiming = config.resume and not config.allow_repeat and not config.dry_run
+    known = committed_harvests(config.out) if claiming else set()  # before resume reads
     resumed = resume_plan(config.out, planned, bench_settings(execution)) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
@@ -279,43 +304,77 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     if config.dry_run:
         print_plan(console, planned, committed, facts, execution, notice)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
-    probe_out(config.out)
+    probe_out(config.out, force=config.force_out)
     print_start(console, resumed, facts, execution, config.out, notice)
     if not todo:
+        finish_interrupted(config, planned, console)
         return HarvestOutcome(planned, len(planned), None)
 
-    # The lock stops an accidental second identical harvest; workers' scratch files live in a
-    # directory this process owns and removes, even when it had to kill a worker.
-    with (
-        harvest_lock(config.out, planned, allow_repeat=config.allow_repeat) as lock_warning,
-        scratch_directory() as scratch,
-    ):
+    # The lock stops an accidental second identical harvest; run claims stop overlapping ones
+    # from measuring a run at once; workers' scratch files live in a directory this process
+    # owns and removes, even when it had to kill a worker.
+    with harvest_lock(config.out, planned, allow_repeat=config.allow_repeat) as lock_warning:
         if lock_warning:
             console.print(f"[yellow]warning[/]: {lock_warning}", soft_wrap=True)
+        pending = None if config.allow_repeat else PendingFinish.of(config.out, plan_lock_name(planned))
+        before = pending.writers() if pending else []
+        with scratch_directory() as scratch:
 
-        def environment_for(interpret: bool) -> dict[str, str]:
-            return worker_environment(
-                settings, interpret=interpret, cache_dir=execution.cache_dir or "", scratch_dir=scratch
+            def environment_for(interpret: bool) -> dict[str, str]:
+                return worker_environment(
+                    settings, interpret=interpret, cache_dir=execution.cache_dir or "", scratch_dir=scratch
+                )
+
+            progress = HarvestProgress(console, todo)
+            harvester = Harvester(
+                execution,
+                specs,
+                facts,
+                toolchain,
+                versions(),
+                environment_for,
+                on_config=progress.config_done,
+                on_run=progress.run_done,
+                claims=RunClaims.for_harvest(config.out, known, enabled=claiming),
             )
-
-        progress = HarvestProgress(console, todo)
-        harvester = Harvester(
-            execution,
-            specs,
-            facts,
-            toolchain,
-            versions(),
-            environment_for,
-            on_config=progress.config_done,
-            on_run=progress.run_done,
-        )
-        with progress:
-            totals = harvester.run(todo)
-    print_summary(console, totals, progress.elapsed_s, config.out)
-    if config.compact:
-        compact_own_files(config.out, harvester.writer.files_written, console)
-    refresh_card(config, console)
+            if pending:
+                pending.add(harvester.writer.writer_id)  # before its first file
+            with progress:
+                totals = harvester.run(todo)
+        print_summary(console, totals, progress.elapsed_s, config.out)
+        finish(config, console, [*harvester.writer.files_written, *files_of(config.out, before)])
+        if pending:
+            pending.remove([*before, harvester.writer.writer_id])
     return HarvestOutcome(planned, len(planned) - len(todo), totals)
+
+
+def finish(config: HarvestConfig, console: Console, files: list[str]) -> None:
+    """A harvest's last step: merge ``files`` (what it, and killed predecessors of its plan,
+    wrote) unless ``--no-compact``, and refresh the dataset card."""
+    if config.compact:
+        compact_own_files(config.out, files, console)
+    refresh_card(config, console)
+
+
+def finish_interrupted(config: HarvestConfig, planned: list[PlannedRun], console: Console) -> None:
+    """Every planned run is committed: complete the last step of an earlier harvest of this
+    plan that was killed before it finished (its compaction and the card). Nothing to do when
+    none was, and when an identical harvest holds the plan lock (it finishes the job)."""
+    if config.allow_repeat:
+        return
+    try:
+        with harvest_lock(config.out, planned, allow_repeat=False):
+            pending = PendingFinish.of(config.out, plan_lock_name(planned))
+            before = pending.writers() if pending else []
+            if not before:
+                return
+            console.print(
+                f"finishing {len(before)} interrupted harvest(s) of these runs: compaction and card"
+            )
+            finish(config, console, files_of(config.out, before))
+            pending.remove(before)  # type: ignore[union-attr]
+    except HarvestInputError:  # the plan lock is held: that harvest finishes
+        return
 
 
 def resolve_shard(shard: tuple[int, int] | str, settings: Settings) -> tuple[int, int]:
@@ -343,7 +402,11 @@ def refresh_card(config: HarvestConfig, console: Console) -> None:
     try:
         write_card(config.out, command=config.command or None)
     except (DatasetError, OSError) as exc:
-        console.print(f"[yellow]warning[/]: dataset card not written: {exc}", soft_wrap=True)
+        console.print(
+            f"[yellow]warning[/]: dataset card not written: {exc}. The runs are committed; "
+            f"`python -m schemas card {config.out}` writes the card later",
+            soft_wrap=True,
+        )
 
 
 def compact_own_files(out: str, written: list[str], console: Console) -> None:
@@ -352,8 +415,12 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
     names = {posixpath.basename(path) for path in written}
     if len(names) < 2:
         return
+    waiting = lambda holder: console.print(  # noqa: E731
+        f"compaction waits for the dataset's maintenance lock, held by {holder or 'another process'}",
+        soft_wrap=True,
+    )
     try:
-        report = compact(out, only=names)
+        report = compact(out, only=names, on_wait=waiting)
     except DatasetError as exc:  # committed runs are safe; compaction refuses a damaged dataset
         console.print(f"[yellow]warning[/]: not compacted: {exc}", soft_wrap=True)
         return

@@ -2,28 +2,24 @@
 
 Called by :func:`corpus.harvest.app.run_harvest` in this order: the suite imports and has
 families, the dtypes exist, the compile target is one the installed Triton can build, the
-plan is not empty, ``--out`` can take files, and no identical harvest is running into the
-same dataset (:func:`harvest_lock`).
+plan is not empty, ``--out`` is a dataset (or new, or empty) that can take files, and no
+identical harvest is running into the same dataset (:func:`harvest_lock`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import os
-import re
-import subprocess
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 
 from corpus.harvest.plan import PlannedRun
 from corpus.suite.registry import load_suite, select
 from corpus.suite.spec import KernelSpec
+from schemas.destination import prepare_destination
 from schemas.errors import DatasetError
 from schemas.identity import content_hash
-from schemas.locking import LockHeldError, dataset_lock
-from schemas.storage import probe_writable, resolve
-from schemas.tables import TABLES
+from schemas.locking import LockHeldError, dataset_lock, holder_line
+from schemas.storage import resolve
 
 
 class HarvestInputError(ValueError):
@@ -64,42 +60,16 @@ def check_dtypes(dtypes: Sequence[str], specs: Mapping[str, KernelSpec]) -> None
         )
 
 
-@functools.cache
-def ptxas_architectures(capability: int) -> frozenset[str] | None:
-    """``sm_*`` names the ptxas that Triton uses for ``capability`` accepts (from its
-    ``--help``), or None when that cannot be determined (other Triton layouts)."""
-    try:
-        from triton.backends.nvidia.compiler import get_ptxas
-
-        path = get_ptxas(capability).path
-        text = subprocess.run(
-            [path, "--help"], capture_output=True, text=True, timeout=60, check=False
-        ).stdout
-    except Exception:  # a Triton without this helper, or no ptxas: nothing to check against
-        return None
-    section = text.split("--gpu-name", 1)[-1].split("\n--", 1)[0]
-    names = frozenset(re.findall(r"'(sm_\d+)[a-z]?'", section))
-    return names or None
-
-
 def check_target(target: str) -> None:
     """``target`` parses and, for CUDA, is an architecture the installed Triton's ptxas
-    can generate code for (``--target sm_1000`` would otherwise fail every compile)."""
-    from extract.compile import parse_target
+    can generate code for (``--target sm_1000`` would otherwise fail every compile):
+    :func:`extract.compile.check_target`."""
+    from extract.compile import check_target as check
 
     try:
-        gpu = parse_target(target)
+        check(target)
     except ValueError as exc:
         raise HarvestInputError(f"--target {target}: {exc}") from None
-    if gpu.backend != "cuda":
-        return
-    known = ptxas_architectures(int(gpu.arch))
-    if known is not None and f"sm_{gpu.arch}" not in known:
-        ordered = sorted(known, key=lambda name: int(name[3:]))
-        raise HarvestInputError(
-            f"--target {target}: the installed Triton cannot compile for sm_{gpu.arch} "
-            f"(its ptxas knows {ordered[0]} .. {ordered[-1]})"
-        )
 
 
 def check_interpreter() -> None:
@@ -124,10 +94,15 @@ def check_plan(
     )
 
 
-def probe_out(out: str) -> None:
-    """Create the table directories of ``out`` and write and remove a file in each."""
+FORCE_OUT = "--force-out"
+
+
+def probe_out(out: str, *, force: bool = False) -> None:
+    """``out`` is a dataset, or new, or an empty directory, with no README.md/card.json that
+    kernel-corpus did not write (``force`` accepts those), and can take files
+    (:func:`schemas.destination.prepare_destination`): refused here, before any work."""
     try:
-        probe_writable(resolve(out), list(TABLES))
+        prepare_destination(out, force=force, force_flag=FORCE_OUT)
     except DatasetError as exc:
         raise HarvestInputError(f"--out {exc}") from None
 
@@ -135,6 +110,11 @@ def probe_out(out: str) -> None:
 def plan_key(planned: Sequence[PlannedRun]) -> str:
     """Key of a plan: its run_ids. Two invocations with the same key would redo each other."""
     return content_hash(*sorted(run.run_id for run in planned))
+
+
+def plan_lock_name(planned: Sequence[PlannedRun]) -> str:
+    """Name of the plan's lock in ``DIR/.locks/`` (also names its pending record)."""
+    return f"harvest-{plan_key(planned)}"
 
 
 @contextlib.contextmanager
@@ -150,10 +130,10 @@ def harvest_lock(
     if allow_repeat:
         yield None
         return
-    name = f"harvest-{plan_key(planned)}"
-    holder = f"pid {os.getpid()} on {os.uname().nodename}"
     try:
-        with dataset_lock(resolve(out), name, wait=False, holder=holder) as path:
+        with dataset_lock(
+            resolve(out), plan_lock_name(planned), wait=False, holder=holder_line("harvest")
+        ) as path:
             yield (
                 None
                 if path is not None

@@ -375,7 +375,7 @@ def _harvest(
         committed = {r.run_id for r in planned} - {r.run_id for r in resumed.todo}
         print_plan(console, planned, committed, first.facts, first.execution)
         return HarvestOutcome(planned, len(planned) - len(resumed.todo), None)
-    probe_out(config.out)
+    probe_out(config.out, force=config.force_out)
     console.print(
         f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"
     )

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from corpus.errors import classify_launch_error, is_sticky
+from corpus.harvest.claims import RunClaims
 from corpus.harvest.compile_worker import CompileInit, CompileOutcome, CompileTask
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.interleave import PassPlan, run_passes, run_sequential
@@ -59,6 +60,8 @@ COMPILE_NICENESS = 10
 host work their timings include) run first."""
 SETUP_FAILED = "run setup failed: "
 """Prefix of the error of every config a run whose setup failed did not benchmark."""
+MEASURED_ELSEWHERE = "measured by another harvest"
+"""What progress hears for a config a concurrent harvest committed first (not a row status)."""
 IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
 BUFFERED_TABLES = ("kernels", *IR_TABLES, "measurements", "runs")
 
@@ -400,9 +403,12 @@ class Harvester:
         on_config: Callable[[str], None] | None = None,
         on_run: Callable[[RunResult], None] | None = None,
         pool: Compiler | None = None,
+        claims: RunClaims | None = None,
     ) -> None:
         """``pool``: where compiles run (default: a :class:`CompilePool` of local processes; the
-        Ray harvest passes one that submits Ray tasks)."""
+        Ray harvest passes one that submits Ray tasks). ``claims``: run claims on the dataset
+        (:mod:`corpus.harvest.claims`), so a harvest whose plan overlaps this one's never
+        measures a run at the same time (None: no claims)."""
         self.execution = execution
         self.specs = specs
         self.facts = facts
@@ -423,6 +429,7 @@ class Harvester:
         self.interpreter = execution.devices == (DEVICE_INTERPRETER,)
         self.lanes = [MeasureLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
         self.bench_settings = bench_settings(execution)
+        self.claims = claims
 
     # -- compile scheduling ---------------------------------------------------------------
 
@@ -453,7 +460,17 @@ class Harvester:
         self, lane: MeasureLane, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]] | None
     ) -> RunResult | None:
         """Check every config as its compile arrives (identical ones once), then time the
-        checked ones in interleaved passes; returns None when the harvest is stopping."""
+        checked ones in interleaved passes; returns None when the harvest is stopping, or when
+        another harvest measured the whole run meanwhile (claims)."""
+        if self.claims is not None:
+            claimed = self.claims.claim(run, self.bench_settings, self.harvest_id, self.flush)
+            if claimed is None:
+                self._measured_elsewhere(run, run.configs)
+                return None
+            if len(claimed.configs) < len(run.configs):
+                kept = {p.config.id for p in claimed.configs}
+                self._measured_elsewhere(run, [p for p in run.configs if p.config.id not in kept])
+            run = claimed
         started = now()
         host_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         setup = RunSetup(run.family, run.dims, run.dtype, run.seed)
@@ -532,6 +549,14 @@ class Harvester:
             run, outcomes, started, compile_s, bench_s, twins=twins, host_load=host_load, setup_error=setup_error
         )
 
+    def _measured_elsewhere(self, run: PlannedRun, configs: Sequence[PlannedConfig]) -> None:
+        """Configs another harvest committed while this one waited for the run's claim: done,
+        neither measured nor skipped here (the progress display counts them as done)."""
+        for _ in configs:
+            self.on_config(MEASURED_ELSEWHERE)
+        if len(configs) == len(run.configs):
+            self.on_run(RunResult(run, [], 0.0, 0.0))
+
     @staticmethod
     def _keep_samples(bench_of: dict[str, MeasureOutcome | None], samples: Mapping[str, list[float]]) -> None:
         for config_id, taken in samples.items():
@@ -600,6 +625,7 @@ class Harvester:
         part-way leaves only its unwritten rows buffered, so a retried flush (the final one
         after an error, or the next periodic one) never writes a row twice."""
         begin = time.perf_counter()
+        committing = [row["run_id"] for row in self.buffer["runs"]]
         try:
             for name in ("kernels", *IR_TABLES, "measurements", "runs"):
                 pieces = self.buffer[name]
@@ -616,6 +642,8 @@ class Harvester:
         finally:
             self.totals.bookkeeping_s += time.perf_counter() - begin
         self.last_flush = time.monotonic()
+        if self.claims is not None:  # committed: other harvests may look at these runs now
+            self.claims.release(committing)
 
     def _count(self, result: RunResult) -> None:
         totals = self.totals
@@ -662,11 +690,20 @@ class Harvester:
             scheduler.run(runs)
         except BaseException:
             self.close()
-            self.flush()  # finished runs are complete: commit them
+            try:
+                self.flush()  # finished runs are complete: commit them
+            finally:
+                self.release_claims()
             raise
         self.close()
         self.flush()
+        self.release_claims()
         return self.totals
+
+    def release_claims(self) -> None:
+        """Give back every claim still held (runs stopped before their commit)."""
+        if self.claims is not None:
+            self.claims.release_all()
 
     def close(self) -> None:
         self.pool.close()

@@ -25,6 +25,7 @@ from rich.console import Console
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
 from corpus.terminal import plural, print_trimmed
+from schemas.argtypes import non_empty_path, non_empty_text, non_negative_int
 from schemas.helptext import plain
 
 
@@ -59,6 +60,14 @@ class CheckCommand:
     json_path: Path | None
 
 
+def _device(text: str) -> str:
+    """``--device``: cpu (the interpreter), cuda or cuda:N."""
+    value = text.strip()
+    if value in ("cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit()):
+        return value
+    raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m corpus.suite", description=plain(__doc__.split("\n\n")[0])
@@ -69,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--suite",
             action="append",
+            type=non_empty_text,
             metavar="MODULE",
             help=f"suite module or package to load (repeatable; default {BUILTIN_SUITE})",
         )
@@ -86,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     doc = commands.add_parser("doc", help="rewrite the families table of the suite document")
     add_suite(doc)
     doc.add_argument(
-        "--path", type=Path, default=Path("docs/suite.md"), help="document with the table markers (default: docs/suite.md)"
+        "--path", type=non_empty_path, default=Path("docs/suite.md"), help="document with the table markers (default: docs/suite.md)"
     )
     doc.add_argument("--scale", choices=SCALES, default="default", help="scale of the table's run counts (default: default)")
 
@@ -98,21 +108,22 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--scale", choices=SCALES, default="tiny", help="shape set to check (default: tiny, sized for the interpreter)")
     check.add_argument(
         "--device",
+        type=_device,
         default="cpu",
         help="cpu: Triton's interpreter (float32/float16 only), or cuda (default: cpu)",
     )
     check.add_argument(
         "--samples",
-        type=int,
+        type=non_negative_int,
         default=3,
         help="valid configs sampled per family besides the default (default: 3)",
     )
-    check.add_argument("--seed", type=int, default=0, help="seed of the config sample and the inputs (default: 0)")
+    check.add_argument("--seed", type=non_negative_int, default=0, help="seed of the config sample and the inputs (default: 0)")
     check.add_argument(
         "--all", dest="every_config", action="store_true", help="check every valid config"
     )
     check.add_argument(
-        "--json", dest="json_path", type=Path, help="also write the results as JSON to this file (default: none)"
+        "--json", dest="json_path", type=non_empty_path, help="also write the results as JSON to this file (default: none)"
     )
     return parser
 

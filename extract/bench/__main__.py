@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from extract.bench import DEFAULT_CASES, BenchConfig, run_bench
+from schemas.argtypes import positive_int
 from schemas.helptext import plain
 
 
@@ -17,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
         "--fixtures", type=Path, help="time the IR files in this directory instead of compiling (default: compile the cases)"
     )
     parser.add_argument("--target", default="sm_90", help="compile target of the cases (default: sm_90)")
-    parser.add_argument("--reps", type=int, default=7, help="extractions per graph, the median taken (default: 7)")
+    parser.add_argument("--reps", type=positive_int, default=7, help="extractions per graph, the median taken (default: 7)")
     parser.add_argument("--only", default="", help="comma-separated case names (default: every case)")
     args = parser.parse_args(argv)
     config = BenchConfig(

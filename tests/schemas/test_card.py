@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from schemas import DatasetError, DatasetWriter, read_table
 from schemas.__main__ import main
-from schemas.card import CARD_JSON, CARD_MARKDOWN, read_card, write_card
+from schemas.card import CARD_JSON, CARD_MARKDOWN, CARD_MARKER, CardError, read_card, write_card
 from schemas.tables import SCHEMA_VERSION, TABLES
 from tests.schemas.conftest import sample_rows, write_run
 
@@ -93,7 +94,7 @@ def test_card_refuses_what_is_not_a_dataset(
 ) -> None:
     with pytest.raises(DatasetError, match="no runs table"):
         write_card(str(tmp_path))
-    assert main(["card", str(tmp_path)]) == 1
+    assert main(["card", str(tmp_path)]) == 2
     assert "no runs table" in capsys.readouterr().out
     assert not (tmp_path / CARD_MARKDOWN).exists()
 
@@ -103,3 +104,100 @@ def test_card_cli(dataset: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert read_card(dataset).license == "Apache-2.0"
     assert main(["card", dataset]) == 0  # a refresh keeps the licence
     assert read_card(dataset).license == "Apache-2.0"
+
+
+# -- dataset strings are data, never markup -------------------------------------------------
+
+HOSTILE = {
+    "family": "x`\n# Heading <img src=x onerror=alert(1)>\n\n---\nlayout: evil",
+    "device": "```\n<script>alert(1)</script>",
+    "license": "MIT\ndata_files: https://evil.example/x.parquet",
+    "title": "<script>alert('t')</script> *bold* [link](https://evil.example)",
+    "command": "python -m corpus.harvest\n```\n# pwned\n<iframe src=x>",
+}
+
+
+def _hostile_dataset(root: Path) -> str:
+    writer = DatasetWriter(str(root))
+    rows = sample_rows(0)
+    rows["runs"][0]["family"] = HOSTILE["family"]
+    rows["runs"][0]["device_name"] = HOSTILE["device"]
+    for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements"):
+        writer.write(table, rows[table])
+    writer.commit_run(rows["runs"])
+    return str(root)
+
+
+def test_dataset_strings_cannot_inject_markdown_html_or_yaml(tmp_path: Path) -> None:
+    import yaml
+    from markdown_it import MarkdownIt
+
+    root = _hostile_dataset(tmp_path / "ds")
+    card = write_card(root, command=HOSTILE["command"], title=HOSTILE["title"], license=HOSTILE["license"])
+    assert card.families == {HOSTILE["family"]: 1}  # the JSON twin keeps the true values
+    markdown = (Path(root) / CARD_MARKDOWN).read_text()
+    _, front, body = markdown.split("---\n", 2)
+    header = yaml.safe_load(front)
+    assert set(header) == {"license", "pretty_name", "tags"}  # no injected keys
+    assert header["license"] == HOSTILE["license"] and header["pretty_name"] == HOSTILE["title"]
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(body)
+    headings = [  # the text each heading shows
+        "".join(c.content for c in tokens[i + 1].children if c.type == "text")
+        for i, t in enumerate(tokens)
+        if t.type == "heading_open"
+    ]
+    assert headings[0] == HOSTILE["title"]  # shown literally, as the one title
+    assert not [h for h in headings if "Heading" in h or "pwned" in h]
+    blocks = [t.content.strip() for t in tokens if t.type in ("html_block", "hr")]
+    assert blocks == [CARD_MARKER]  # the card's own marker only
+    inline_html = [c for t in tokens if t.children for c in t.children if c.type == "html_inline"]
+    assert inline_html == []
+    links = [c for t in tokens if t.children for c in t.children if c.type in ("link_open", "image")]
+    assert links == []
+    fences = [t for t in tokens if t.type == "fence" and t.info == "bash"]
+    assert len(fences) == 1 and "pwned" in fences[0].content  # the command stays inside
+    assert fences[0].content.count("\n") == 1  # one command, one line
+    html = MarkdownIt("commonmark").enable("table").render(body)
+    for tag in ("<script", "<img", "<iframe", "<h1>Heading"):
+        assert tag not in html
+
+
+def test_malformed_card_json_is_a_clear_error(dataset: str, capsys) -> None:
+    write_card(dataset)
+    twin = Path(dataset) / CARD_JSON
+    data = json.loads(twin.read_text())
+    for field, value, expected in (
+        ("commands", 5, "field 'commands' must be a list of strings, got 5"),
+        ("title", ["x"], "field 'title' must be a string"),
+        ("families", {"a": "many"}, "field 'families' must be an object of integer counts"),
+    ):
+        twin.write_text(json.dumps({**data, field: value}))
+        with pytest.raises(CardError, match=re.escape(expected)):
+            read_card(dataset)
+        assert main(["card", dataset]) == 2
+        printed = capsys.readouterr().out
+        assert expected in " ".join(printed.split()) and "Traceback" not in printed
+    twin.write_text("{not json")
+    assert main(["card", dataset]) == 2 and "not JSON" in capsys.readouterr().out
+    assert twin.read_text() == "{not json"  # not replaced
+    assert main(["card", dataset, "--force"]) == 0
+    assert read_card(dataset).rows["runs"] == 3
+
+
+def test_a_readme_or_card_json_it_did_not_write_is_never_replaced(dataset: str, capsys) -> None:
+    readme = Path(dataset) / CARD_MARKDOWN
+    readme.write_text("# My project\n\nHand-written.\n")
+    with pytest.raises(CardError, match="README.md was not written by kernel-corpus"):
+        write_card(dataset)
+    assert main(["card", dataset]) == 2 and "not written by kernel-corpus" in capsys.readouterr().out
+    assert readme.read_text() == "# My project\n\nHand-written.\n"
+    readme.unlink()
+    twin = Path(dataset) / CARD_JSON
+    twin.write_text('{"name": "some other tool"}')
+    with pytest.raises(CardError, match="card.json is not a kernel-corpus dataset card"):
+        write_card(dataset)
+    assert not readme.exists()
+    assert main(["card", dataset, "--force"]) == 0
+    assert CARD_MARKER in readme.read_text()
+    write_card(dataset)  # its own card is refreshed without being told

@@ -11,10 +11,12 @@ from schemas import (
     CorruptFileError,
     DatasetError,
     DatasetWriter,
+    RepeatedKeyError,
     SchemaVersionError,
     read_table,
     scan_table,
 )
+from schemas.check import check_dataset
 from schemas.history import FROZEN
 from schemas.migrations import MIGRATIONS
 from schemas.storage import META_TABLE, META_VERSION
@@ -107,3 +109,59 @@ def test_older_version_goes_through_registered_migration(dataset, monkeypatch):
     assert row["family"] == "legacy"
     assert row["schema_version"] == SCHEMA_VERSION
     assert scan_table(dataset, "kernels").collect().filter(family="legacy").height == 1
+
+
+# -- the key check runs once per set of files -------------------------------------------------
+
+
+@pytest.fixture
+def counted_checks(monkeypatch, tmp_path):
+    """Count the key checks (reads of a table's keys to check them); verdicts in a private
+    cache."""
+    from schemas import reader, verdicts
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    verdicts.forget_all()
+    calls: list[str] = []
+    real = reader.distinct_by_hash
+
+    def counting(table, key):
+        calls.append(",".join(key))
+        return real(table, key)
+
+    monkeypatch.setattr(reader, "distinct_by_hash", counting)
+    yield calls
+    verdicts.forget_all()
+
+
+def test_keys_are_checked_once_per_file_set(dataset, counted_checks, tmp_path):
+    from schemas import verdicts
+
+    read_table(dataset, "measurements", committed_only=False)
+    assert counted_checks == ["run_id,harvest_id,config_id"]
+    read_table(dataset, "measurements", columns=["median_ms"], filters=[("status", "=", "ok")], committed_only=False)
+    scan_table(dataset, "measurements", committed_only=False).collect()
+    assert len(counted_checks) == 1  # remembered for this set of files
+    verdicts.forget_all()  # a new process: the verdict is in the user cache
+    read_table(dataset, "measurements", committed_only=False)
+    assert len(counted_checks) == 1 and list((tmp_path / "cache" / "kernel-corpus" / "verified").iterdir())
+    DatasetWriter(dataset).write("measurements", sample_rows(0)["measurements"])  # a repeat lands
+    with pytest.raises(RepeatedKeyError):
+        read_table(dataset, "measurements", committed_only=False)  # a new file set: checked again
+    assert len(counted_checks) == 2
+
+
+def test_scan_table_checks_keys_when_collected_not_when_made(dataset, counted_checks):
+    frame = scan_table(dataset, "measurements", committed_only=False)
+    assert counted_checks == []
+    assert frame.select("config_id").collect().height == 9
+    assert frame.collect().height == 9
+    assert counted_checks == ["run_id,harvest_id,config_id"]
+
+
+def test_check_never_relies_on_a_remembered_verdict(dataset, counted_checks):
+    read_table(dataset, "runs")
+    victim = sorted(Path(dataset, "runs", "arch=sm_90").glob("*.parquet"))[0]
+    twin = victim.with_name("part-copy.parquet")
+    twin.write_bytes(victim.read_bytes())
+    assert any("runs: 1 row(s) repeat a key" in p for p in check_dataset(dataset).problems)

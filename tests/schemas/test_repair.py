@@ -118,3 +118,32 @@ def test_a_repeat_across_schema_versions_is_repaired(tmp_path):
     assert [(r.table, r.rows_dropped) for r in results] == [("measurements", rows.num_rows)]
     assert check_dataset(root).ok
     assert read_table(root, "measurements", committed_only=False).equals(rows)
+
+
+def test_every_failing_write_or_delete_of_the_fix_leaves_a_whole_dataset(tmp_path):
+    """Storage drills for ``check --fix``: its N-th write, or its N-th delete, fails; the
+    dataset reads the same rows (those it could read before), and a fix on healthy storage
+    then completes the repair."""
+    template = tmp_path / "template"
+    write_run(DatasetWriter(str(template)), 1)
+    _flush_twice(str(template))
+    expected = None
+    for plan_index, plan in enumerate(
+        [FaultPlan(fail={1}), FaultPlan(fail_from=1), FaultPlan(fail_delete={1}), FaultPlan(fail_delete={2})]
+    ):
+        root = tmp_path / f"case{plan_index}"
+        shutil.copytree(template, root)
+        with faulty_storage(plan), pytest.raises(DatasetError, match="could not"):
+            check_dataset(faulty_url(root), fix=True)
+        assert plan.failed
+        after = check_dataset(str(root))
+        if plan.fail_delete:  # the merged file landed: readers skip the files it replaced
+            assert after.ok, after.problems
+        else:  # nothing changed: still the repeats, reported
+            assert not after.ok and any("repeat a key" in p for p in after.problems)
+        fixed = check_dataset(str(root), fix=True)
+        assert fixed.ok, fixed.problems
+        rows = read_table(str(root), "measurements").sort_by("config_id").to_pylist()
+        assert expected is None or rows == expected
+        expected = rows
+    assert len(expected) == 3 + 3

@@ -15,6 +15,7 @@ import pytest
 from schemas import DatasetError, DatasetWriter, read_table
 from schemas.__main__ import main
 from schemas.check import check_dataset
+from schemas.errors import StorageError
 from schemas.machine import ANONYMOUS_PREFIX, _persisted_secret, anonymize_host, is_anonymous
 from schemas.paths import location_paths, relative_path, relativize_free_text, relativize_locations
 from schemas.scrub import scrub_dataset
@@ -136,7 +137,7 @@ def test_scrub_refuses_an_invalid_file_before_changing_anything(v1_copy: str) ->
     with pytest.raises(DatasetError, match=re.escape(victim.name)):
         scrub_dataset(v1_copy)
     assert sorted(_file_names(v1_copy)) == names
-    assert main(["scrub", v1_copy]) == 1
+    assert main(["scrub", v1_copy]) == 2
 
 
 # ---------------------------------------------------------------------------- paths
@@ -232,7 +233,10 @@ def test_a_failed_write_leaves_the_dataset_whole(v1_copy: str) -> None:
     for ordinal in range(1, scrubbed_writes + 1):
         root = Path(v1_copy).parent / f"attempt{ordinal}"
         shutil.copytree(FIXTURE, root)
-        with faulty_storage(FaultPlan(fail={ordinal})) as plan, pytest.raises(OSError):
+        with (
+            faulty_storage(FaultPlan(fail={ordinal})) as plan,
+            pytest.raises(StorageError, match="could not write the merged file.*intact"),
+        ):
             scrub_dataset(faulty_url(root))
         assert plan.failed, ordinal
         assert _snapshot(str(root)) == before
@@ -254,7 +258,7 @@ def test_a_crash_before_the_old_file_is_deleted_doubles_nothing(v1_copy: str) ->
     before = _snapshot(v1_copy)
     fsspec.register_implementation(PROTOCOL, _NoDelete, clobber=True)
     try:
-        with pytest.raises(OSError, match="crash before deleting"):
+        with pytest.raises(StorageError, match="replaced, but could not be deleted.*crash before deleting"):
             scrub_dataset(faulty_url(v1_copy))
     finally:
         fsspec.register_implementation(PROTOCOL, FaultyFileSystem, clobber=True)

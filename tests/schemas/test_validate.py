@@ -181,4 +181,29 @@ def test_cli_check_names_the_file(damaged):
         text=True,
         check=False,
     )
-    assert result.returncode == 1 and victim.name in result.stdout.replace("\n", "")
+    assert result.returncode == 2 and victim.name in result.stdout.replace("\n", "")
+
+
+def test_a_file_under_another_partition_directory_is_refused(dataset):
+    """The found gap: sm_80 rows moved under arch=sm_90/ were read as they were; tools that
+    prune by directory name would pick different rows than the reader."""
+    stray = sorted(Path(dataset, "measurements", "arch=sm_80").glob("*.parquet"))[0]
+    moved = Path(dataset, "measurements", "arch=sm_90", stray.name)
+    stray.rename(moved)
+    message = rf"{moved.name}: column 'arch' holds sm_80 but the file is under arch=sm_90/"
+    with pytest.raises(SchemaMismatchError, match=message):
+        read_table(dataset, "measurements")
+    with pytest.raises(SchemaMismatchError, match=message):
+        scan_table(dataset, "measurements")
+    assert any(moved.name in p and "arch=sm_90/" in p for p in check_dataset(dataset).problems)
+    with pytest.raises(SchemaMismatchError):
+        compact_dataset(dataset)
+
+
+def test_a_directory_naming_no_partition_key_is_refused(dataset):
+    source = _first(dataset, "kernels")
+    odd = Path(dataset, "kernels", "arch=sm_90", source.name)
+    odd.parent.mkdir()
+    source.rename(odd)
+    with pytest.raises(SchemaMismatchError, match=r"directory arch=sm_90/ names no partition key"):
+        read_table(dataset, "kernels")

@@ -8,24 +8,31 @@ the N-th write (``tests.faultfs``) hits the real flush. One family, one run, two
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from corpus.harvest.__main__ import main as harvest_main
-from corpus.harvest.app import HarvestConfig, run_harvest
-from corpus.harvest.checks import HarvestInputError, harvest_lock
+from corpus.harvest.app import HarvestConfig, HarvestError, refresh_card, run_harvest
+from corpus.harvest.checks import HarvestInputError, harvest_lock, probe_out
+from corpus.harvest.claims import RunClaims
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import read_settings
-from schemas import DatasetError, read_table
+from schemas import DatasetError, DatasetWriter, read_table, replacement
+from schemas.card import CARD_JSON, CARD_MARKDOWN, read_card
 from schemas.check import check_dataset
+from schemas.locking import FileLock
+from schemas.machine import host_name
 
-from ...faultfs import FaultPlan, faulty_storage, faulty_url
+from ...faultfs import FaultPlan, faulty_storage, faulty_url, remount_read_only, tmpfs
+from ...schemas.conftest import write_run
 
 FAMILY = "add_broadcast"
 
@@ -206,23 +213,9 @@ def test_out_that_is_a_file_is_refused_before_work(tmp_path, capsys):
     )
 
 
-def _mount_tmpfs(path: Path, options: str) -> None:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("needs root to mount a tmpfs")
-    path.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
-        capture_output=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
-
-
 def test_read_only_out_is_refused_before_work(tmp_path, capsys):
-    mount = tmp_path / "ro"
-    _mount_tmpfs(mount, "ro,size=1m")
-    try:
+    with tmpfs(tmp_path / "ro", size="1m") as mount:
+        remount_read_only(mount)
         code = harvest_main(
             [
                 "--families",
@@ -235,8 +228,6 @@ def test_read_only_out_is_refused_before_work(tmp_path, capsys):
                 str(mount / "ds"),
             ]
         )
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
     printed = " ".join(capsys.readouterr().out.split())
     assert (
         code == 2
@@ -247,9 +238,7 @@ def test_read_only_out_is_refused_before_work(tmp_path, capsys):
 
 def test_full_disk_is_a_one_line_error_and_committed_data_is_intact(tmp_path, one_run_shard):
     """A real full disk: a tmpfs too small for the second harvest's files."""
-    mount = tmp_path / "small"
-    _mount_tmpfs(mount, "size=400k")
-    try:
+    with tmpfs(tmp_path / "small", size="400k") as mount:
         out = mount / "ds"
         _harvest(str(out), shard=one_run_shard)
         before = _keys(out)
@@ -261,8 +250,6 @@ def test_full_disk_is_a_one_line_error_and_committed_data_is_intact(tmp_path, on
         assert "No space left on device" in message and "intact" in message
         assert _keys(out) == before
         assert check_dataset(str(out)).ok
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
 
 
 def test_second_identical_harvest_stops_unless_allowed(tmp_path, capsys, one_run_shard):
@@ -323,3 +310,177 @@ def test_scratch_of_a_killed_harvest_is_removed_by_the_next(tmp_path, monkeypatc
     with scratch_directory() as mine:
         assert Path(mine).is_dir() and not orphan.exists() and alive.exists()
     assert not Path(mine).exists()
+
+
+# -- arguments refused as they are parsed -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--families", ""), "expected a comma-separated list, got ''"),
+        (("--dtypes", " , "), "expected a comma-separated list"),
+        (("--out", ""), "expected a non-empty value"),
+        (("--device", "gpu9"), "expected auto, cpu, cuda or cuda:N[,M...]"),
+        (("--device", "cuda:x"), "expected auto, cpu, cuda or cuda:N[,M...]"),
+        (("--compile-timeout", "-1"), "--compile-timeout: expected a finite number > 0"),
+        (("--bench-timeout", "0"), "--bench-timeout: expected a finite number > 0"),
+        (("--bench-timeout", "nan"), "--bench-timeout: expected a finite number > 0"),
+        (("--warmup", "-1"), "--warmup: expected an integer >= 0"),
+        (("--max-configs", "0"), "--max-configs: expected an integer >= 1"),
+        (("--flush-every", "-2"), "--flush-every: expected a finite number >= 0"),
+        (("--recycle-rss-gb", "inf"), "--recycle-rss-gb: expected a finite number >= 0"),
+        (("--seed", "-3"), "--seed: expected an integer >= 0"),
+    ],
+)
+def test_bad_numbers_and_lists_are_refused_as_they_are_parsed(tmp_path, capsys, args, expected):
+    """The found defects: --compile-timeout -1 committed every config as compile_timeout and
+    --bench-timeout 0 as skipped, which a rerun then skipped as measured; --families '' planned
+    every family; --device gpu9 said that CUDA is not available."""
+    with pytest.raises(SystemExit) as stop:
+        harvest_main(["--out", str(tmp_path / "out"), *args])
+    assert stop.value.code == 2
+    assert expected in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_library_holds_timeouts_to_the_same_rules(tmp_path):
+    for field, value in (("compile_timeout_s", -1.0), ("bench_timeout_s", 0.0)):
+        with pytest.raises(HarvestError, match="must be a finite number above 0"):
+            _harvest(str(tmp_path / "out"), **{field: value})
+    assert not (tmp_path / "out").exists()
+
+
+# -- --out: a dataset, or new, or empty ----------------------------------------------------------
+
+
+def test_out_that_is_a_project_directory_is_refused(tmp_path, capsys):
+    """The found defect: --out . (or --out '' or a project directory) wrote the dataset there
+    and replaced the project's README.md with the dataset card."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# My project\n")
+    (project / "main.py").write_text("print('hi')\n")
+    args = ["--families", FAMILY, "--max-configs", "1", "--dtypes", "float32", "--device", "cpu"]
+    assert harvest_main([*args, "--out", str(project)]) == 2
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "a non-empty directory that holds no dataset (README.md, main.py)" in printed
+    assert "--force-out" in printed
+    assert sorted(p.name for p in project.iterdir()) == ["README.md", "main.py"]
+    with pytest.raises(HarvestInputError, match="README.md was not written by kernel-corpus"):
+        probe_out(str(_dataset_with_readme(tmp_path / "ds")))
+    probe_out(str(project), force=True)  # told to: accepted
+    probe_out(str(tmp_path / "ds"), force=True)
+    probe_out(str(tmp_path / "new"))  # new, or empty, or a dataset: accepted
+    assert (project / "README.md").read_text() == "# My project\n"
+
+
+def _dataset_with_readme(root: Path) -> Path:
+    """A dataset whose root holds a README.md its owner wrote."""
+    (root / "runs").mkdir(parents=True)
+    (root / "README.md").write_text("notes of mine\n")
+    return root
+
+
+def test_a_malformed_card_json_makes_the_harvest_warn_and_go_on(tmp_path):
+    """The found defect: {"commands": 5} in card.json was a TypeError traceback (rc 1) at the
+    very end of a harvest that had committed; the card must cost no data."""
+    root = tmp_path / "ds"
+    writer = DatasetWriter(str(root))
+    write_run(writer, 0)
+    twin = root / CARD_JSON
+    twin.write_text(json.dumps({"card_format": 1, "commands": 5}))
+    out = io.StringIO()
+    refresh_card(_config(str(root), command="python -m corpus.harvest"), Console(file=out, width=300))
+    printed = " ".join(out.getvalue().split())
+    assert "warning: dataset card not written" in printed
+    assert "field 'commands' must be a list of strings, got 5" in printed
+    assert json.loads(twin.read_text()) == {"card_format": 1, "commands": 5}  # not replaced
+
+
+# -- locks name no host; overlapping plans; an interrupted last step ---------------------------
+
+
+def test_the_harvest_lock_names_no_host(tmp_path, one_run_shard):
+    out = tmp_path / "ds"
+    planned = _harvest(str(out), shard=one_run_shard, dry_run=True).planned
+    with harvest_lock(str(out), planned, allow_repeat=False):
+        lock_file = next((out / ".locks").glob("harvest-*.lock"))
+        assert host_name() not in lock_file.read_text() and "anon-" in lock_file.read_text()
+        with pytest.raises(HarvestInputError) as refused, harvest_lock(str(out), planned, allow_repeat=False):
+            pass
+    message = str(refused.value)
+    assert "harvest (pid " in message and "anon-" in message and host_name() not in message
+
+
+def test_overlapping_harvests_never_measure_a_run_twice(tmp_path, monkeypatch, one_run_shard):
+    """The found defect: a harvest started while another one measured the same runs measured
+    them again at the same time (104 rows instead of 80). Here harvest A holds the run's claim
+    (taken by the test, as A's lane would) when B reaches the run; B waits, A measures and
+    commits, then B finds the run measured and measures nothing."""
+    out = tmp_path / "ds"
+    run = _harvest(str(out), shard=one_run_shard, dry_run=True).planned[0]
+    waiting = threading.Event()
+    acquire = FileLock.acquire
+
+    def signalling_acquire(lock, *, wait, on_wait=None):
+        if wait and "/.locks/runs/" in lock.path:  # a run's claim, waited for
+            waiting.set()
+        return acquire(lock, wait=wait, on_wait=on_wait)
+
+    monkeypatch.setattr(FileLock, "acquire", signalling_acquire)
+    claims_a = RunClaims(str(out), known=())
+    assert claims_a.claim(run, {}, own_harvest="a", before_waiting=lambda: None) is run
+    errors: list[BaseException] = []
+
+    def harvest_b() -> None:
+        try:
+            _harvest(str(out), shard=one_run_shard)
+        except BaseException as exc:
+            errors.append(exc)
+
+    b = threading.Thread(target=harvest_b, daemon=True)
+    b.start()
+    while b.is_alive() and not waiting.is_set():  # B reaches the run: it waits, or measures it
+        b.join(0.05)
+    assert waiting.is_set(), "harvest B did not wait for the run's claim"
+    # A, which planned the run before anything was committed, measures and commits it while it
+    # holds the claim (no resume: its plan stands; no plan lock, no claims of its own)
+    _harvest(str(out), shard=one_run_shard, allow_repeat=True, resume=False)
+    claims_a.release([run.run_id])
+    b.join(600)
+    assert not b.is_alive() and errors == []
+    measured = read_table(str(out), "measurements", columns=["run_id", "harvest_id", "config_id"])
+    assert measured.num_rows == len(run.configs)  # once, by A
+    assert len(set(measured.column("harvest_id").to_pylist())) == 1
+    assert check_dataset(str(out)).ok
+
+
+def test_a_rerun_completes_an_interrupted_compaction_and_the_card(tmp_path, monkeypatch):
+    """The found defect: killed during its final compaction, the rerun printed "0 runs to do"
+    and left the files uncompacted and no card. Here the compaction dies after its first
+    merged file landed, before it deleted the files that file replaces."""
+    out = tmp_path / "ds"
+    deletes = []
+
+    def dying_delete(loc, path):
+        deletes.append(path)
+        raise KeyboardInterrupt  # the process dies here
+
+    monkeypatch.setattr(replacement, "delete_replaced", dying_delete)
+    with pytest.raises(KeyboardInterrupt):
+        _harvest(str(out))  # both runs of the plan: two flushes, two files per partition
+    assert deletes and not (out / CARD_MARKDOWN).exists()
+    assert list((out / ".locks").glob("harvest-*.pending"))
+    monkeypatch.undo()
+    printed = io.StringIO()
+    outcome = run_harvest(_config(str(out)), read_settings(), Console(file=printed, width=300))
+    assert outcome.totals is None  # nothing left to measure
+    assert "finishing 1 interrupted harvest(s)" in printed.getvalue()
+    for table in ("runs", "measurements"):
+        for partition in (out / table).iterdir():
+            assert len(list(partition.glob("part-*.parquet"))) == 1, partition
+    assert (out / CARD_MARKDOWN).exists() and read_card(str(out)).rows["runs"] == 2
+    assert not list((out / ".locks").glob("harvest-*.pending"))
+    report = check_dataset(str(out))
+    assert report.ok and report.warnings == [], (report.problems, report.warnings)

@@ -1,0 +1,62 @@
+"""Where a command is about to write a dataset: refused before any work if it is not one.
+
+Commands that create or add to a dataset (the harvest, ``corpus.record``, ``corpus.ingest``)
+call :func:`prepare_destination` first, so a wrong ``--out`` costs nothing: an empty value
+(an unset variable in a script must not mean the current directory), a non-empty directory
+that holds no dataset (a project directory, whose README.md the card would replace), a
+``README.md`` or ``card.json`` kernel-corpus did not write, and storage that cannot take files
+are each refused in one line naming the destination. ``force`` accepts the second and third.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from schemas.card import check_card_files
+from schemas.errors import DatasetError
+from schemas.locking import LOCK_DIR
+from schemas.storage import Location, probe_writable, resolve
+from schemas.tables import TABLES
+
+OWN_ENTRIES = frozenset({*TABLES, LOCK_DIR})
+"""Entries of a dataset root that only kernel-corpus makes (a README.md may be anyone's)."""
+
+SHOWN = 3
+
+
+def foreign_entries(loc: Location) -> list[str] | None:
+    """Names at the root of ``loc`` that no dataset has, when the root holds no table (None:
+    it holds a dataset, or nothing, or does not exist)."""
+    try:
+        infos = loc.fs.get_file_info(pafs.FileSelector(loc.root, allow_not_found=True))
+    except (OSError, pa.ArrowException):  # not a directory: the write probe says so
+        return None
+    names = sorted(posixpath.basename(info.path.rstrip("/")) for info in infos)
+    if any(name in TABLES for name in names):
+        return None
+    foreign = [name for name in names if name not in OWN_ENTRIES]
+    return foreign or None
+
+
+def prepare_destination(url: str, *, force: bool = False, force_flag: str = "--force") -> None:
+    """Refuse ``url`` as a dataset destination (DatasetError, one line, before any work) when
+    it is empty, a non-empty directory holding no dataset, a dataset root whose README.md or
+    card.json kernel-corpus did not write (``force`` accepts these two; ``force_flag`` is the
+    option the message names), or storage that cannot take files; creates the table
+    directories otherwise."""
+    if not url.strip():
+        raise DatasetError("'': an empty destination; give a directory or URL")
+    loc = resolve(url)
+    if not force:
+        foreign = foreign_entries(loc)
+        if foreign:
+            shown = ", ".join(foreign[:SHOWN]) + (f" and {len(foreign) - SHOWN} more" if len(foreign) > SHOWN else "")
+            raise DatasetError(
+                f"{url}: a non-empty directory that holds no dataset ({shown}); "
+                f"use a new or empty directory, or pass {force_flag}"
+            )
+        check_card_files(url, force_flag=force_flag)
+    probe_writable(loc, list(TABLES))

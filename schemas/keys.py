@@ -1,0 +1,110 @@
+"""Row keys: which tables must not repeat them, and the vectorized operations on them.
+
+Two kinds of keyed tables (:data:`UNIQUE_KEYED`, :data:`CONTENT_KEYED`): a repeated key of
+``runs`` or ``measurements`` is a row written twice and is refused; equal keys of the
+content-hashed tables mean equal rows, and copies are dropped. Every reader, ``check``,
+``compact`` and the replacement of files (:mod:`schemas.replacement`) use these functions, so
+they agree on what a key is.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.errors import RepeatedKeyError
+
+CONTENT_KEYED = frozenset({"kernels", "ir_graphs", "ir_nodes", "ir_edges"})
+"""Tables whose key is a content hash: equal keys mean equal rows, so copies are dropped."""
+
+UNIQUE_KEYED = frozenset({"runs", "measurements"})
+"""Tables whose key identifies one observation: a repeated key is a row written twice, which
+readers refuse rather than silently drop (they could not tell which copy is right)."""
+
+_SEPARATOR = "\x1f"
+_NULL = "\x00"
+
+
+def key_strings(table: pa.Table, key: Sequence[str]) -> pa.ChunkedArray | pa.Array:
+    """One string per row of ``table`` joining its ``key`` columns (any types; nulls kept
+    apart from every value), so keys can be compared with ``is_in`` and hashed as one column."""
+    parts = [
+        pc.fill_null(pc.cast(table.column(name), pa.string()), _NULL) for name in key
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return pc.binary_join_element_wise(*parts, _SEPARATOR)
+
+
+def missing_keys(rows: pa.Table, present: pa.Table, key: Sequence[str]) -> int:
+    """How many rows of ``rows`` have a ``key`` that no row of ``present`` has."""
+    if rows.num_rows == 0:
+        return 0
+    found = pc.is_in(key_strings(rows, key), value_set=pc.unique(key_strings(present, key)))
+    return rows.num_rows - int(pc.sum(found).as_py() or 0)
+
+
+def dedupe(table: pa.Table, key: Sequence[str]) -> pa.Table:
+    """Keep the first row of every key."""
+    if table.num_rows == 0:
+        return table
+    indexed = table.select(list(key)).append_column(
+        "__row", pa.array(range(table.num_rows), pa.int64())
+    )
+    first = indexed.group_by(list(key), use_threads=False).aggregate([("__row", "min")])
+    if first.num_rows == table.num_rows:
+        return table
+    rows = first.column("__row_min")
+    return table.take(pc.take(rows, pc.sort_indices(rows)))
+
+
+def distinct_by_hash(table: pa.Table, key: Sequence[str]) -> bool:
+    """True when a hash of each row's ``key`` proves that no key repeats: a screen several
+    times cheaper than :func:`repeated_keys` at a million rows, used when polars is already
+    imported (as for :func:`schemas.scan_table`), whose hash is multi-threaded. Equal keys hash
+    equal, so distinct hashes prove distinct keys; False (polars not loaded, or two hashes
+    equal) sends the caller to the exact check."""
+    polars = sys.modules.get("polars")
+    if polars is None:
+        return False
+    frame = polars.from_arrow(table.select(list(key)))
+    if not isinstance(frame, polars.DataFrame):
+        return False
+    return frame.select(polars.struct(list(key)).hash().n_unique()).item() == table.num_rows
+
+
+@dataclass(frozen=True)
+class RepeatedKeys:
+    """Rows beyond the first of each key (``extra``) and one repeated key as an example."""
+
+    key: tuple[str, ...]
+    extra: int
+    example: dict[str, Any] | None
+
+
+def repeated_keys(table: pa.Table, key: Sequence[str]) -> RepeatedKeys:
+    """How many rows of ``table`` repeat a ``key`` of an earlier row."""
+    key = tuple(key)
+    if table.num_rows == 0:
+        return RepeatedKeys(key, 0, None)
+    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
+    repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
+    if repeated.num_rows == 0:
+        return RepeatedKeys(key, 0, None)
+    extra = int(pc.sum(repeated.column("count_all")).as_py()) - repeated.num_rows
+    return RepeatedKeys(key, extra, repeated.select(list(key)).slice(0, 1).to_pylist()[0])
+
+
+def refuse_repeats(table: str, found: RepeatedKeys) -> None:
+    """Raise :class:`RepeatedKeyError` when ``found`` has repeated keys."""
+    if found.extra:
+        example = ", ".join(f"{k}={v}" for k, v in (found.example or {}).items())
+        raise RepeatedKeyError(
+            f"{table}: {found.extra} row(s) repeat a key ({', '.join(found.key)}), e.g. {example}: "
+            "the same rows were written twice; `python -m schemas check` names the files"
+        )

@@ -1,0 +1,156 @@
+"""Replacing files atomically, and verifying every claim that a file replaced others.
+
+Maintenance commands (``compact``, ``scrub``, ``check --fix``) never rewrite a file: they
+write a new one whose footer names the files it replaces (``kernel_corpus.replaces``), then
+delete those. Readers skip a replaced file from the moment its replacement appears, so a
+crash in between loses and doubles nothing (:func:`replace_files`).
+
+A footer is only a claim, and a wrong claim would hide committed rows (an empty file that
+"replaces" the real ``runs`` file makes the dataset look empty). So a claim retires a file
+only when every key of that file is present in the replacing file (:func:`settle_claims`,
+used by every reader, ``check`` and ``compact``), and :func:`replace_files` checks the same
+before it writes. Replacements may chain (scrub, then compact), but not loop: files that
+replace each other in a cycle stay live and are reported. The check reads key columns only,
+and only while replaced files still exist (after a crash, until the next ``compact``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+
+import pyarrow as pa
+
+from schemas.errors import DatasetError, ReplacementError, StorageError
+from schemas.keys import missing_keys
+from schemas.storage import META_REPLACES, Footer, Location, write_atomic
+from schemas.tables import TABLES
+from schemas.writer import new_writer_id, with_file_metadata
+
+KeyReader = Callable[[str], pa.Table]
+"""path -> the key columns of that file's rows (lifted to the current schema)."""
+
+
+def settle_claims(
+    table: str,
+    footers: Mapping[str, Footer],
+    invalid: Sequence[str],
+    read_keys: KeyReader,
+) -> tuple[set[str], list[DatasetError]]:
+    """Which listed files are retired by a verified replacement, and what is wrong with the
+    claims that are not honoured.
+
+    ``footers``: the valid files of one table (path -> parsed footer); ``invalid``: listed
+    files that failed validation (a claim on one is not honoured: its own error stands).
+    A claim retires file F when every key of F is present in the claiming file, and when the
+    claiming file is live or itself retired by a chain that ends in a live file.
+    """
+    present = set(footers) | set(invalid)
+    claims = [
+        (replacer, posixpath.join(posixpath.dirname(replacer), name))
+        for replacer, footer in footers.items()
+        for name in footer.replaces
+    ]
+    claims = [(replacer, replaced) for replacer, replaced in claims if replaced in present]
+    if not claims:
+        return set(), []
+    key = TABLES[table].key
+    problems: list[DatasetError] = []
+    verified: dict[str, set[str]] = {}
+    for replacer, replaced in claims:
+        if replaced in invalid:
+            continue  # an invalid file cannot be vouched for; its own error is reported
+        missing = missing_keys(read_keys(replaced), read_keys(replacer), key)
+        if missing:
+            problems.append(
+                ReplacementError(
+                    f"{replacer}: its footer says it replaces {posixpath.basename(replaced)}, but "
+                    f"{missing} key(s) of that file's rows are not in it; the claim is not "
+                    "honoured (it would hide those rows): delete the file that is not a merge "
+                    "of the other"
+                )
+            )
+            continue
+        verified.setdefault(replacer, set()).add(replaced)
+    retired = {path for targets in verified.values() for path in targets}
+    reachable = _reachable(set(footers) - retired, verified)
+    looping = retired - reachable
+    if looping:
+        problems.append(
+            ReplacementError(
+                f"{', '.join(sorted(looping))}: these files claim to replace each other in a "
+                "cycle; none is retired (keep one copy of their rows)"
+            )
+        )
+        retired -= looping
+    return retired, problems
+
+
+def _reachable(live: set[str], edges: Mapping[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    stack = list(live)
+    while stack:
+        for target in edges.get(stack.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
+
+
+def replace_files(
+    loc: Location,
+    name: str,
+    directory: str,
+    paths: Sequence[str],
+    rows: pa.Table,
+    *,
+    read_keys: KeyReader,
+    prefix: str = "compact",
+) -> str:
+    """Replace ``paths`` (files of table ``name`` in ``directory``) by one new file of
+    ``rows``, atomically: the new file names the old ones in its footer, so readers skip them
+    from the moment it appears; they are deleted after. Returns the new file's name.
+
+    Raises DatasetError, with ``paths`` untouched and nothing written, when a key of an old
+    file is missing from ``rows`` (the replacement would lose rows) or the new file cannot be
+    written. ``read_keys``: the key columns of an old file.
+    """
+    key = TABLES[name].key
+    new_keys = rows.select(list(key))
+    for path in paths:
+        missing = missing_keys(read_keys(path), new_keys, key)
+        if missing:
+            raise DatasetError(
+                f"{path}: {missing} key(s) of its rows would be missing from its replacement; "
+                "nothing was changed"
+            )
+    replaces = json.dumps(sorted(posixpath.basename(p) for p in paths)).encode()
+    table = with_file_metadata(rows, TABLES[name], {META_REPLACES: replaces})
+    file_name = f"part-{prefix}-{new_writer_id()}.parquet"
+    try:
+        write_atomic(loc, directory, file_name, table)
+    except (OSError, pa.ArrowException) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StorageError(
+            f"{directory}: could not write the merged file ({' '.join(reason.split())}); "
+            "the files it would replace are untouched and the dataset is intact"
+        ) from None
+    for path in paths:
+        delete_replaced(loc, path)
+    return file_name
+
+
+def delete_replaced(loc: Location, path: str) -> None:
+    """Delete a file its replacement made invisible. One that cannot be deleted (read-only or
+    failing storage) stays harmlessly superseded; the next ``compact`` removes it."""
+    try:
+        loc.fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(
+            f"{path}: replaced, but could not be deleted ({exc.strerror or exc}); readers "
+            "ignore it and the next `python -m schemas compact` removes it"
+        ) from None
+
