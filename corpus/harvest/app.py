@@ -6,7 +6,7 @@ import os
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -39,6 +39,9 @@ from schemas.compact import compact
 from schemas.enums import DEVICE_INTERPRETER, Timer
 from schemas.errors import DatasetError
 from schemas.machine import machine_label
+
+if TYPE_CHECKING:
+    from corpus.harvest.guided import RunGuide
 
 DEFAULT_IR_TARGET = "sm_90"
 
@@ -95,6 +98,10 @@ class HarvestConfig:
     """A selection that plans no runs is an error unless this is set."""
     allow_repeat: bool = False
     """Run even while an identical harvest is writing into the same dataset."""
+    rank_with: str | None = None
+    """A ``python -m train`` checkpoint directory: benchmark only what it chooses of each run."""
+    budget: str | None = None
+    """With ``rank_with``: ``K``, ``P%`` or ``auto`` (:func:`train.guide.parse_budget`)."""
 
 
 class HarvestError(RuntimeError):
@@ -244,6 +251,7 @@ def plan_request(
 def run_harvest(config: HarvestConfig, settings: Settings, console: Console | None = None) -> HarvestOutcome:
     """Plan, resume, shard, execute and summarize one harvest invocation."""
     console = console or Console()
+    check_guided(config)
     if config.ray is not None:
         from corpus.harvest.cluster import harvest_on_ray  # Ray is an optional extra
 
@@ -265,7 +273,9 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     request = plan_request(config, interpreter, facts.model, toolchain, execution.target)
     planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
-    resumed = resume_plan(config.out, planned, bench_settings(execution)) if config.resume else ResumePlan(list(planned))
+    guide = load_guide(config)  # the model is loaded (and refused) before any work starts
+    budgeted = config.budget is not None
+    resumed = resume_plan(config.out, planned, bench_settings(execution), budgeted=budgeted) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
     if config.dry_run:
@@ -304,14 +314,45 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
             environment_for,
             on_config=progress.config_done,
             on_run=progress.run_done,
+            guide=guide,
         )
         with progress:
             totals = harvester.run(todo)
     print_summary(console, totals, progress.elapsed_s, config.out)
+    if guide is not None:
+        guide.print_summary(console, totals.results)
     if config.compact:
         compact_own_files(config.out, harvester.writer.files_written, console)
     refresh_card(config, console)
     return HarvestOutcome(planned, len(planned) - len(todo), totals)
+
+
+def check_guided(config: HarvestConfig) -> None:
+    """``--rank-with`` and ``--budget`` go together, and not (yet) with ``--ray``."""
+    if (config.rank_with is None) != (config.budget is None):
+        given, missing = ("--rank-with", "--budget") if config.rank_with else ("--budget", "--rank-with")
+        raise HarvestError(f"{given} needs {missing} (e.g. --rank-with results/checkpoint --budget 4)")
+    if config.rank_with is not None and config.ray is not None:
+        raise HarvestError("--rank-with does not run on Ray yet: harvest without --ray (one machine or --shard)")
+
+
+def load_guide(config: HarvestConfig) -> RunGuide | None:
+    """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
+    them); a bad budget or model directory is a :class:`HarvestError` naming it."""
+    if config.rank_with is None or config.budget is None:
+        return None
+    from corpus.harvest.guided import RunGuide  # loads train (torch): only for a guided harvest
+    from train.guide import load_model, parse_budget
+
+    try:
+        budget = parse_budget(config.budget)
+    except ValueError as exc:
+        raise HarvestError(str(exc)) from None
+    try:
+        model = load_model(config.rank_with)
+    except (OSError, ValueError, KeyError) as exc:
+        raise HarvestError(f"--rank-with {config.rank_with}: {exc}") from None
+    return RunGuide(model, budget)
 
 
 def resolve_shard(shard: tuple[int, int] | str, settings: Settings) -> tuple[int, int]:

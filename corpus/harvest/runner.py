@@ -19,6 +19,7 @@ sticky CUDA error, a failed probe or an error of unknown cause replaces the work
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
 import threading
 import time
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -51,6 +52,9 @@ from corpus.suite.spec import KernelSpec
 from schemas import DatasetError, DatasetWriter, read_table
 from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.errors import WriteFailedError
+
+if TYPE_CHECKING:
+    from corpus.harvest.guided import GuidedRun, RunGuide
 
 COMPILE_FACTORY = "corpus.harvest.compile_worker:make_handler"
 MEASURE_FACTORY = "corpus.harvest.measure_worker:make_handler"
@@ -400,9 +404,11 @@ class Harvester:
         on_config: Callable[[str], None] | None = None,
         on_run: Callable[[RunResult], None] | None = None,
         pool: Compiler | None = None,
+        guide: RunGuide | None = None,
     ) -> None:
         """``pool``: where compiles run (default: a :class:`CompilePool` of local processes; the
-        Ray harvest passes one that submits Ray tasks)."""
+        Ray harvest passes one that submits Ray tasks). ``guide``: benchmark only what a model
+        chooses of each run (``--rank-with``, :mod:`corpus.harvest.guided`)."""
         self.execution = execution
         self.specs = specs
         self.facts = facts
@@ -423,6 +429,7 @@ class Harvester:
         self.interpreter = execution.devices == (DEVICE_INTERPRETER,)
         self.lanes = [MeasureLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
         self.bench_settings = bench_settings(execution)
+        self.guide = guide
 
     # -- compile scheduling ---------------------------------------------------------------
 
@@ -480,6 +487,28 @@ class Harvester:
             bench_of[config_id] = outcome
             return None
 
+        def visit(planned: PlannedConfig, compiled: CompileOutcome) -> None:
+            """Check a compiled config (a twin of one checked before shares its outcome)."""
+            config_id = planned.config.id
+            identity = self._identity(compiled)
+            if identity is not None and identity in seen:
+                twins[config_id] = seen[identity]
+                return
+            if identity is not None:
+                seen[identity] = config_id
+            bench_of[config_id] = check = lane.check(setup, planned, compiled.binary_hash)
+            if check.status == Status.OK.value:
+                checked[config_id] = planned
+                if not self.execution.interleave:
+                    self._keep_samples(bench_of, run_sequential([config_id], time_reps, plan))
+            else:
+                self.on_config(check.status)
+
+        guided = None
+        if self.guide is not None:  # the model needs every compile of the run to rank it
+            compiles = compiles if compiles is not None else self._submit_run(run)
+            guided = self._guide_run(run, compiles)
+        deferred: dict[str, PlannedConfig] = {}
         for planned in run.configs:
             if self.stop.is_set():
                 return None
@@ -501,20 +530,20 @@ class Harvester:
                 bench_of[config_id] = MeasureOutcome(Status.SKIPPED.value, SETUP_FAILED + setup_error)
                 self.on_config(Status.SKIPPED.value)
                 continue
-            identity = self._identity(compiled)
-            if identity is not None and identity in seen:
-                twins[config_id] = seen[identity]
+            if guided is not None and not guided.wants(config_id):
+                deferred[config_id] = planned  # the model's verdict comes after the first ones
                 continue
-            if identity is not None:
-                seen[identity] = config_id
             begin = time.perf_counter()
-            bench_of[config_id] = check = lane.check(setup, planned, compiled.binary_hash)
-            if check.status == Status.OK.value:
-                checked[config_id] = planned
-                if not self.execution.interleave:
-                    self._keep_samples(bench_of, run_sequential([config_id], time_reps, plan))
-            else:
-                self.on_config(check.status)
+            visit(planned, compiled)
+            bench_s += time.perf_counter() - begin
+        if guided is not None:
+            begin = time.perf_counter()
+            self._guided_rounds(guided, deferred, compiled_of, visit, twins, checked, time_reps, plan)
+            for config_id in deferred:  # compiled, IR kept, not benchmarked: say why
+                bench_of[config_id] = MeasureOutcome(Status.SKIPPED.value, guided.skip_reason(config_id))
+                self.on_config(Status.SKIPPED.value)
+            assert self.guide is not None
+            self.guide.count_benchmarked(len(guided.order) - len(deferred))
             bench_s += time.perf_counter() - begin
         if self.execution.interleave and checked:
             begin = time.perf_counter()
@@ -531,6 +560,56 @@ class Harvester:
         return self._write_run(
             run, outcomes, started, compile_s, bench_s, twins=twins, host_load=host_load, setup_error=setup_error
         )
+
+    def _guide_run(self, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]]) -> GuidedRun:
+        """Wait for every compile of ``run`` and let the guide choose what to benchmark."""
+        # Imported here: train (torch, the model's featurizers) loads only for a guided harvest.
+        from corpus.guide.candidates import run_columns
+
+        assert self.guide is not None
+        outcomes = {config_id: future.result() for config_id, future in compiles.items()}
+        spec = self.specs[run.family]
+        columns = run_columns(
+            run, self.facts, self.execution.target, spec.flops(run.dims), spec.bytes_moved(run.dims, run.dtype)
+        )
+        return self.guide.plan(run, outcomes, columns, self.facts.arch)
+
+    @staticmethod
+    def _guided_rounds(
+        guided: GuidedRun,
+        deferred: dict[str, PlannedConfig],
+        compiled_of: Mapping[str, CompileOutcome | None],
+        visit: Callable[[PlannedConfig, CompileOutcome], None],
+        twins: Mapping[str, str],
+        checked: dict[str, PlannedConfig],
+        time_reps: Callable[[str, int], list[float] | None],
+        plan: PassPlan,
+    ) -> None:
+        """``--budget auto``: time each chosen config once (one pass), tell the guide, and
+        check and time the config it asks for next, until it stops. ``deferred`` keeps the
+        configs never chosen. The decision passes' samples are dropped: the labels come from
+        the interleaved passes over every checked config that follow."""
+        if not guided.adaptive:
+            return
+        medians: dict[str, float | None] = {}
+        one_pass = PassPlan(1, plan.reps_per_pass, plan.seed)
+
+        def median_of(config_id: str) -> float | None:
+            source = twins.get(config_id, config_id)
+            if source not in medians:
+                samples = run_passes([source], time_reps, one_pass) if source in checked else {}
+                medians[source] = float(statistics.median(samples[source])) if source in samples else None
+                if source not in samples:
+                    checked.pop(source, None)  # failed its timing: no interleaved passes either
+            return medians[source]
+
+        for config_id in guided.first:
+            guided.observe(config_id, median_of(config_id))
+        while (config_id := guided.next()) is not None:
+            compiled = compiled_of[config_id]
+            assert compiled is not None
+            visit(deferred.pop(config_id), compiled)
+            guided.observe(config_id, median_of(config_id))
 
     @staticmethod
     def _keep_samples(bench_of: dict[str, MeasureOutcome | None], samples: Mapping[str, list[float]]) -> None:
