@@ -5,3 +5,8 @@
 It lives in ``corpus`` rather than ``train`` because ranking a kernel's configs needs them
 compiled to IR first, which needs ``extract`` and Triton; ``train`` imports ``schemas`` only.
 """
+from __future__ import annotations
+
+from corpus.guide.plugin import ConfigRanker, prune_configs
+
+__all__ = ["ConfigRanker", "prune_configs"]
