@@ -61,7 +61,12 @@ def good_probability(
     """P(good) of every row of ``features`` (float [n_configs, n_features]) from a classifier
     fitted on the rows ``measured`` (int indices [m]) with their ``log_ms`` (float [m], inf for
     a failed config). None when the labels hold one class only (nothing to learn yet)."""
-    from sklearn.ensemble import RandomForestClassifier
+    try:
+        from sklearn.ensemble import RandomForestClassifier
+    except ImportError:  # an optional dependency: say how to get it
+        raise ImportError(
+            "the LFBO surrogate needs scikit-learn: pip install -e '.[train]'"
+        ) from None
 
     settings = settings or LfboSettings()
     labels, weights = labels_and_weights(log_ms, settings.quantile, settings.min_weight)
