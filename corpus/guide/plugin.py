@@ -38,6 +38,7 @@ import inspect
 import os
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -126,8 +127,9 @@ def tuning_key(autotuner: Any, args: Mapping[str, Any]) -> tuple[Any, ...]:
 class ConfigRanker:
     """The ``early_config_prune`` callable of :func:`prune_configs` (see the module docstring).
 
-    ``compiles`` counts configs compiled so far (a cache hit compiles none); ``warned`` the
-    kernels a fallback warning was given for."""
+    ``compiles`` counts configs compiled so far (a cache hit compiles none), ``compile_s`` and
+    ``rank_s`` the seconds spent compiling and ranking; ``warned`` holds the kernels a fallback
+    warning was given for."""
 
     def __init__(
         self,
@@ -150,6 +152,8 @@ class ConfigRanker:
         self.cache: dict[tuple[Any, ...], tuple[str, ...] | None] = {}
         self.reasons: dict[str, str] = {}
         self.compiles = 0
+        self.compile_s = 0.0
+        self.rank_s = 0.0
         self.warned: set[str] = set()
         self._compiler: Callable[..., Any] | None = None
         self._lock = threading.Lock()
@@ -223,10 +227,13 @@ class ConfigRanker:
         source, entry, _ = kernel_source(jit)
         suite_configs = [as_config(c) for c in configs]
         outcomes = {}
+        begin = time.perf_counter()
         for config in suite_configs:
             outcome, _ = compiler(kernel, args, config)
             self.compiles += 1
             outcomes[config.id] = outcome
+        self.compile_s += time.perf_counter() - begin
+        begin = time.perf_counter()
         compiled = [c for c in suite_configs if outcomes[c.id].status == Status.OK.value]
         if not compiled:
             first = next(iter(outcomes.values()))
@@ -259,6 +266,7 @@ class ConfigRanker:
             self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs
         )
         order = np.argsort(scores.rank, kind="stable")
+        self.rank_s += time.perf_counter() - begin
         return tuple(compiled[i].id for i in order[: self.top_k])
 
     def _compiler_for(self, interpreter: bool, target: str) -> Callable[..., Any]:

@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"seed {seed}: {runs} held-out run(s) replayed", file=sys.stderr
             ),
         )
-    except (DatasetError, ValueError) as exc:
+    except (DatasetError, ValueError, ImportError) as exc:
         print(f"python -m train.replay: error: {exc}", file=sys.stderr)
         return 2
     if not outcomes:

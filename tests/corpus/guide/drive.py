@@ -25,16 +25,6 @@ def configs() -> list[Any]:
     return [triton.Config({"BLOCK": b}, num_warps=w) for b in BLOCKS for w in (1, 4)][:6]
 
 
-def cpu_bench(kernel_call, quantiles=None, **_: Any):
-    """What Triton's ``do_bench`` returns, from the thread CPU time of two calls (the
-    interpreter has no GPU timer)."""
-    from corpus.harvest.timing import ThreadCpuTimer, measure
-
-    samples = sorted(measure(ThreadCpuTimer(), kernel_call, None, 0, 2))
-    middle = samples[len(samples) // 2]
-    return middle if quantiles is None else [middle for _ in quantiles]
-
-
 def launch(tuned: Any, n: int) -> bool:
     """Launch the autotuned kernel on ``n`` elements; True when the output is right."""
     import torch
@@ -51,6 +41,7 @@ def guided(model: str) -> dict[str, Any]:
     import triton
 
     from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
     from tests.corpus.guide.kernels import scale_kernel
 
     prune = prune_configs(model, top_k=2)
@@ -83,6 +74,7 @@ def fallback(model: str) -> dict[str, Any]:
     import triton
 
     from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
     from tests.corpus.guide.kernels import scale_kernel
 
     prune = prune_configs(model, top_k=2, target="sm_20")
