@@ -13,6 +13,7 @@ Triton's interpreter, timed by the thread's CPU time: its latencies say nothing 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import tempfile
@@ -73,7 +74,9 @@ def tune(configs: list[Any], prune: dict[str, Any] | None, interpreter: bool, x:
 
     from corpus.guide.bench_kernel import rms_scale_kernel
 
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="corpus-guide-bench-")
+    cache = tempfile.TemporaryDirectory(prefix="corpus-guide-bench-")
+    atexit.register(cache.cleanup)  # after the provider's compile worker, which may use it, is closed
+    os.environ["TRITON_CACHE_DIR"] = cache.name
     tuned = triton.autotune(
         configs, key=["M", "N"], prune_configs_by=prune, do_bench=cpu_bench if interpreter else None
     )(rms_scale_kernel)
@@ -121,6 +124,11 @@ def run_bench(config: BenchConfig) -> str:
         lines.append(
             f"| {name} | {tuning.benchmarked} | {tuning.seconds:.2f}{tuning.overhead} | BLOCK_M={chosen.kwargs['BLOCK_M']} "
             f"w{chosen.num_warps} | {latency(chosen):.4g} |"
+        )
+    if interpreter:
+        lines.append(
+            "(the interpreter ignores num_warps: configs that differ only in warps run the same "
+            "program, and their latencies differ by timing noise)"
         )
     lines.append(
         f"guided / exhaustive: benchmarks {guided.benchmarked / exhaustive.benchmarked:.2f}, "

@@ -286,11 +286,12 @@ class ConfigRanker:
         from corpus.record.compile_worker import WorkerCompiler
 
         settings = read_settings(allow_interpret=True)
-        scratch = tempfile.mkdtemp(prefix="corpus-guide-")
-        cache_dir = settings.triton_cache_dir or os.path.join(scratch, "triton-cache")
+        scratch = tempfile.TemporaryDirectory(prefix="corpus-guide-")
+        cache_dir = settings.triton_cache_dir or os.path.join(scratch.name, "triton-cache")
         environment = worker_environment(settings, interpret=False, cache_dir=cache_dir)
         with compiler_selected():
             worker = WorkerCompiler(target, environment, timeout_s=self.compile_timeout_s)
+        atexit.register(scratch.cleanup)  # atexit runs last-in first-out: after worker.close
         atexit.register(worker.close)
         self._compiler = worker
         return worker

@@ -127,8 +127,10 @@ def plot(outcomes: Sequence[RunOutcome], strategies: Sequence[str], path: Path) 
         style = "--" if name in ("random", "default") else "-"
         left.plot(np.arange(1, len(curve) + 1), 100 * curve, style, label=name)
         right.plot(100 * fractions, 100 * by_fraction[name], style, label=name)
-    left.set(xlabel="configs benchmarked", ylabel="mean regret (%)", yscale="symlog")
-    right.set(xlabel="share of the run's configs benchmarked (%)", yscale="symlog")
+    for axis in (left, right):  # linear under 0.1 %, where "found the best" is 0
+        axis.set_yscale("symlog", linthresh=0.1)
+    left.set(xlabel="configs benchmarked", ylabel="mean regret (%)")
+    right.set(xlabel="share of the run's configs benchmarked (%)")
     left.axhline(2.0, color="grey", linewidth=0.6)
     right.axhline(2.0, color="grey", linewidth=0.6)
     left.legend(fontsize=8)
