@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,7 +95,8 @@ class GuideStats:
     compiled: int = 0
     benchmarked: int = 0
     runs: int = 0
-    notes: list[str] = field(default_factory=list)
+    notes: Counter[str] = field(default_factory=Counter)
+    """Why the model could not rank a run -> how many runs (benchmarked in full)."""
 
 
 class RunGuide:
@@ -126,14 +128,12 @@ class RunGuide:
         try:
             guided = self._rank(run, compiled, outcomes, run_row, arch)
         except Exception as exc:  # never lose the run: measure it all, and say why
-            guided = benchmark_everything(
-                ids, f"{run.label}: the model could not rank it ({type(exc).__name__}: {exc})"
-            )
+            guided = benchmark_everything(ids, f"{type(exc).__name__}: {exc}")
         with self.lock:
             self.stats.runs += 1
             self.stats.compiled += len(ids)
             if guided.note:
-                self.stats.notes.append(guided.note)
+                self.stats.notes[guided.note] += 1
         return guided
 
     def _rank(
@@ -209,5 +209,8 @@ class RunGuide:
                 f"best found: {mean:.2f}x faster than the default config (geometric mean over "
                 f"{len(speedups)} run(s); per run in the table above)"
             )
-        for note in stats.notes:
-            console.print(f"[yellow]warning[/]: {note}; benchmarked every config", soft_wrap=True)
+        for note, runs in stats.notes.most_common():
+            console.print(
+                f"[yellow]warning[/]: the model could not rank {runs} run(s), benchmarked in full: {note}",
+                soft_wrap=True,
+            )
