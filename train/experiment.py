@@ -6,7 +6,7 @@ on the training runs only, trains the GNN (early stopping on the validation runs
 the baselines on the same training runs, then scores every model on the training, validation
 and test runs (:func:`train.metrics.evaluate`; train beside val/test shows overfitting).
 Outputs in ``out``: ``splits.parquet`` (seed, run_id, split), ``checkpoint/`` (the first
-seed's GNN), ``checkpoints/seed-N/`` (every seed's GNN, for :mod:`train.replay`), and what
+seed's GNN), ``checkpoints/seed-N/`` (seed N's, N >= 1, for :mod:`train.replay`), and what
 :func:`train.report.write_report` writes (metrics.json, report.md, plots).
 """
 
@@ -198,9 +198,8 @@ def run_experiment(
                 )
             if name == GNN and _is_main():
                 # Every seed's model, so a replay (python -m train.replay) has one per split.
-                save_checkpoint(out / "checkpoints" / f"seed-{seed}", checkpoint)
-                if seed == 0:
-                    save_checkpoint(out / "checkpoint", checkpoint)
+                where = "checkpoint" if seed == 0 else f"checkpoints/seed-{seed}"
+                save_checkpoint(out / where, checkpoint)
             emit("model", {"seed": seed, "model": name})
         if baselines and _is_main():
             results += evaluate_baselines(

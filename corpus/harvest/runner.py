@@ -538,7 +538,8 @@ class Harvester:
             bench_s += time.perf_counter() - begin
         if guided is not None:
             begin = time.perf_counter()
-            self._guided_rounds(guided, deferred, compiled_of, visit, twins, checked, time_reps, plan)
+            if setup_error is None:  # a run that cannot be set up benchmarks nothing
+                self._guided_rounds(guided, deferred, compiled_of, visit, twins, checked, time_reps, plan)
             for config_id in deferred:  # compiled, IR kept, not benchmarked: say why
                 bench_of[config_id] = MeasureOutcome(Status.SKIPPED.value, guided.skip_reason(config_id))
                 self.on_config(Status.SKIPPED.value)
@@ -574,8 +575,8 @@ class Harvester:
         )
         return self.guide.plan(run, outcomes, columns, self.facts.arch)
 
-    @staticmethod
     def _guided_rounds(
+        self,
         guided: GuidedRun,
         deferred: dict[str, PlannedConfig],
         compiled_of: Mapping[str, CompileOutcome | None],
@@ -605,7 +606,7 @@ class Harvester:
 
         for config_id in guided.first:
             guided.observe(config_id, median_of(config_id))
-        while (config_id := guided.next()) is not None:
+        while not self.stop.is_set() and (config_id := guided.next()) is not None:
             compiled = compiled_of[config_id]
             assert compiled is not None
             visit(deferred.pop(config_id), compiled)

@@ -106,7 +106,8 @@ class SeedModel:
 
 def seed_models(root: Path) -> list[SeedModel]:
     """Every checkpoint under ``root``, one per (split, seed): the first in path order wins
-    (``OUT/checkpoint`` and ``OUT/checkpoints/seed-0`` are the same model)."""
+    (``python -m train`` writes seed 0's to ``OUT/checkpoint``, seed N's to
+    ``OUT/checkpoints/seed-N``)."""
     chosen: dict[tuple[str | None, int], SeedModel] = {}
     for path in checkpoint_dirs(root):
         model = load_model(path)
@@ -159,13 +160,17 @@ def static_scores(
     names: Sequence[str], train: pl.DataFrame, held: pl.DataFrame, seed: int
 ) -> dict[str, np.ndarray]:
     """Scores (lower = predicted faster) of the analytic rule and LightGBM on ``held``, fitted
-    on ``train`` as ``python -m train`` fits them."""
-    wanted = [n for n in ("analytic", "tabular") if n in names]
+    on ``train`` as ``python -m train`` fits them (LightGBM is left out without training runs)."""
+    wanted = [
+        n
+        for n in ("analytic", "tabular")
+        if n in names and not (n == "tabular" and train.is_empty())
+    ]
     if not wanted:
         return {}
-    if train.is_empty():
-        raise ValueError("no training runs to fit the baselines on (a checkpoint without a split)")
-    features = TabularFeatures().fit(train)
+    # The analytic rule learns nothing; without training runs its features are fitted on the
+    # held-out rows, which holds no label.
+    features = TabularFeatures().fit(held if train.is_empty() else train)
     x_train, x_held = features.transform(train), features.transform(held)
     return {
         name: np.asarray(
@@ -187,6 +192,7 @@ def replay_seed(
     if held.is_empty():
         return [], f"seed {seed_model.seed}: no held-out run with two valid configs"
     scores = static_scores(config.strategies, train, held, seed_model.seed)
+    strategies = [s for s in config.strategies if s != "tabular" or "tabular" in scores]
     model = None
     if NEEDS_MODEL & set(config.strategies):
         model = score_candidates(seed_model.model, held, *ir_tables)
@@ -206,7 +212,7 @@ def replay_seed(
             if model is None
             else Scores(model.rank[rows], model.predicted_ms[rows], model.p_valid[rows]),
         )
-        for name in config.strategies:
+        for name in strategies:
             outcomes.append(
                 replay_run(name, run, seed=seed_model.seed, repeats=config.repeats, ei=ei)
             )

@@ -5,6 +5,7 @@ model's own split, outputs written, bad options refused with one line."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from train.cli import main as train_main
 from train.replay.cli import main
 from train.replay.strategies import STRATEGIES
 from train.replay.summary import FRACTIONS
+from train.tables import load_samples, ranked_runs
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,7 @@ def test_replay_writes_every_strategy_for_every_seed(harvested, trained, tmp_pat
     for name in STRATEGIES:
         assert f"| {name} |" in printed
     runs = pl.read_parquet(out / "runs.parquet")
-    assert sorted(runs["seed"].unique()) == [0, 1]  # checkpoints/seed-0 and seed-1
+    assert sorted(runs["seed"].unique()) == [0, 1]  # checkpoint/ and checkpoints/seed-1/
     splits = pl.read_parquet(trained / "splits.parquet")
     for seed in (0, 1):
         test = set(splits.filter((pl.col("seed") == seed) & (pl.col("split") == "test"))["run_id"])
@@ -61,3 +63,22 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
             main(["--data", harvested, *argv])
         assert exit_.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_model_without_a_split_replays_every_run_without_lightgbm(harvested, trained, tmp_path, capsys):
+    """A checkpoint that records no split (a model trained on everything) holds nothing out:
+    every rankable run is replayed, LightGBM (nothing to fit it on) is left out, the report
+    says so."""
+    model = tmp_path / "final"
+    shutil.copytree(trained / "checkpoint", model)
+    meta = json.loads((model / "checkpoint.json").read_text())
+    del meta["extra"]["split"]
+    (model / "checkpoint.json").write_text(json.dumps(meta))
+    out = tmp_path / "replay"
+    argv = ["--data", harvested, "--model", str(model), "--out", str(out),
+            "--strategies", "random,tabular,analytic,model"]  # fmt: skip
+    assert main(argv) == 0
+    assert "records no split" in capsys.readouterr().out
+    runs = pl.read_parquet(out / "runs.parquet")
+    assert set(runs["strategy"]) == {"random", "analytic", "model"}
+    assert runs["run_id"].n_unique() == len(ranked_runs(load_samples(harvested)))
