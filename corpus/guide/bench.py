@@ -54,7 +54,9 @@ def select_device(device: str) -> bool:
         raise SystemExit("python -m corpus.guide.bench: error: --device cuda: CUDA is not available")
     interpreter = device == "cpu" or not torch.cuda.is_available()
     if interpreter:
-        os.environ["TRITON_INTERPRET"] = "1"
+        from corpus.harvest.settings import select_interpreter
+
+        select_interpreter()
     return interpreter
 
 

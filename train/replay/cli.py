@@ -19,8 +19,8 @@ DESCRIPTION = (
     "are the ground truth). Each strategy benchmarks configs one at a time in its own order -- "
     "random, default first, the analytic rule, LightGBM, the model, an in-loop LFBO surrogate "
     "without and with the model as prior, and --budget auto's expected-improvement policy -- "
-    "and the report gives the configs each needs to get within 5%%/2%%/0%% of the run's best and "
-    "its regret at 1/5/10/20%% of the configs, per strategy and per family, with 95%% intervals "
+    "and the report gives the configs each needs to get within 5%/2%/0% of the run's best and "
+    "its regret at 1/5/10/20% of the configs, per strategy and per family, with 95% intervals "
     "over seeds (one checkpoint per seed). Writes replay.md, replay.json, runs.parquet and "
     "regret.png to --out."
 )
