@@ -6,8 +6,8 @@ on the training runs only, trains the GNN (early stopping on the validation runs
 the baselines on the same training runs, then scores every model on the training, validation
 and test runs (:func:`train.metrics.evaluate`; train beside val/test shows overfitting).
 Outputs in ``out``: ``splits.parquet`` (seed, run_id, split), ``checkpoint/`` (the first
-seed's GNN), and what :func:`train.report.write_report` writes (metrics.json, report.md,
-plots).
+seed's GNN), ``checkpoints/seed-N/`` (seed N's, N >= 1, for :mod:`train.replay`), and what
+:func:`train.report.write_report` writes (metrics.json, report.md, plots).
 """
 
 from __future__ import annotations
@@ -196,8 +196,10 @@ def run_experiment(
                         split_kind=config.split,
                     )
                 )
-            if name == GNN and seed == 0 and _is_main():
-                save_checkpoint(out / "checkpoint", checkpoint)
+            if name == GNN and _is_main():
+                # Every seed's model, so a replay (python -m train.replay) has one per split.
+                where = "checkpoint" if seed == 0 else f"checkpoints/seed-{seed}"
+                save_checkpoint(out / where, checkpoint)
             emit("model", {"seed": seed, "model": name})
         if baselines and _is_main():
             results += evaluate_baselines(

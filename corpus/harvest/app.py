@@ -6,7 +6,7 @@ import os
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -49,6 +49,9 @@ from schemas.compact import compact
 from schemas.enums import DEVICE_INTERPRETER, Timer
 from schemas.errors import DatasetError
 from schemas.machine import machine_label
+
+if TYPE_CHECKING:
+    from corpus.harvest.guided import RunGuide
 
 DEFAULT_IR_TARGET = "sm_90"
 
@@ -108,6 +111,10 @@ class HarvestConfig:
     force_out: bool = False
     """Write into an ``out`` that is a non-empty directory holding no dataset, replacing a
     README.md / card.json there that kernel-corpus did not write."""
+    rank_with: str | None = None
+    """A ``python -m train`` checkpoint directory: benchmark only what it chooses of each run."""
+    budget: str | None = None
+    """With ``rank_with``: ``K``, ``P%`` or ``auto`` (:func:`train.guide.parse_budget`)."""
 
 
 class HarvestError(RuntimeError):
@@ -273,6 +280,7 @@ def plan_request(
 def run_harvest(config: HarvestConfig, settings: Settings, console: Console | None = None) -> HarvestOutcome:
     """Plan, resume, shard, execute and summarize one harvest invocation."""
     console = console or Console()
+    check_guided(config)
     if config.ray is not None:
         from corpus.harvest.cluster import harvest_on_ray  # Ray is an optional extra
 
@@ -296,7 +304,9 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
     claiming = config.resume and not config.allow_repeat and not config.dry_run
     known = committed_harvests(config.out) if claiming else set()  # before resume reads
-    resumed = resume_plan(config.out, planned, bench_settings(execution)) if config.resume else ResumePlan(list(planned))
+    guide = load_guide(config)  # the model is loaded (and refused) before any work starts
+    budgeted = config.budget is not None
+    resumed = resume_plan(config.out, planned, bench_settings(execution), budgeted=budgeted) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
     configs = sum(1 for run in todo for planned_config in run.configs if planned_config.skip_reason is None)
@@ -336,12 +346,15 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
                 on_config=progress.config_done,
                 on_run=progress.run_done,
                 claims=RunClaims.for_harvest(config.out, known, enabled=claiming),
+                guide=guide,
             )
             if pending:
                 pending.add(harvester.writer.writer_id)  # before its first file
             with progress:
                 totals = harvester.run(todo)
         print_summary(console, totals, progress.elapsed_s, config.out)
+        if guide is not None:
+            guide.print_summary(console, totals.results)
         finish(config, console, [*harvester.writer.files_written, *files_of(config.out, before)])
         if pending:
             pending.remove([*before, harvester.writer.writer_id])
@@ -375,6 +388,34 @@ def finish_interrupted(config: HarvestConfig, planned: list[PlannedRun], console
             pending.remove(before)  # type: ignore[union-attr]
     except HarvestInputError:  # the plan lock is held: that harvest finishes
         return
+
+
+def check_guided(config: HarvestConfig) -> None:
+    """``--rank-with`` and ``--budget`` go together, and not (yet) with ``--ray``."""
+    if (config.rank_with is None) != (config.budget is None):
+        given, missing = ("--rank-with", "--budget") if config.rank_with else ("--budget", "--rank-with")
+        raise HarvestError(f"{given} needs {missing} (e.g. --rank-with results/checkpoint --budget 4)")
+    if config.rank_with is not None and config.ray is not None:
+        raise HarvestError("--rank-with does not run on Ray yet: harvest without --ray (one machine or --shard)")
+
+
+def load_guide(config: HarvestConfig) -> RunGuide | None:
+    """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
+    them); a bad budget or model directory is a :class:`HarvestError` naming it."""
+    if config.rank_with is None or config.budget is None:
+        return None
+    from corpus.harvest.guided import RunGuide  # loads train (torch): only for a guided harvest
+    from train.guide import load_model, parse_budget
+
+    try:
+        budget = parse_budget(config.budget)
+    except ValueError as exc:
+        raise HarvestError(str(exc)) from None
+    try:
+        model = load_model(config.rank_with)
+    except (OSError, ValueError, KeyError) as exc:
+        raise HarvestError(f"--rank-with {config.rank_with}: {exc}") from None
+    return RunGuide(model, budget)
 
 
 def resolve_shard(shard: tuple[int, int] | str, settings: Settings) -> tuple[int, int]:

@@ -7,6 +7,8 @@ the plan; a run whose every config is measured is skipped. Configs measured only
 settings are measured again, and the summary says so. ``run_id`` ignores ``--max-configs``,
 so ``--max-configs 8`` then ``--max-configs 32`` into one dataset ends with 32 configs per run
 (the seeded sample of 8 is a prefix of the sample of 32, see :func:`corpus.harvest.plan.plan_configs`).
+A config an earlier ``--budget`` harvest left unbenchmarked (:data:`BUDGET_SKIP`) counts as
+measured only for a harvest that has a budget too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from corpus.harvest.plan import PlannedRun
 from schemas import DatasetError, read_table
 
 BENCH_SETTINGS = ("timer", "timing_passes", "reps_per_pass", "warmup", "l2_flush_bytes")
+BUDGET_SKIP = "not benchmarked under --budget"
+"""Prefix of the ``error`` of a ``skipped`` row a budgeted harvest wrote for a config it compiled
+but did not benchmark (:mod:`corpus.harvest.guided`): measured by a later harvest without
+``--budget``, done for a later budgeted one."""
 """``runs`` columns that must agree for an earlier measurement to stand for this harvest's."""
 
 
@@ -66,9 +72,12 @@ def _difference(earlier: Mapping[str, Any], current: Mapping[str, Any]) -> str |
     return None
 
 
-def resume_plan(out: str, planned: Sequence[PlannedRun], settings: Mapping[str, Any]) -> ResumePlan:
+def resume_plan(
+    out: str, planned: Sequence[PlannedRun], settings: Mapping[str, Any], *, budgeted: bool = False
+) -> ResumePlan:
     """Drop from ``planned`` the configs ``out`` holds with bench ``settings`` (a mapping with
-    every name of :data:`BENCH_SETTINGS`, as ``runs`` rows record them)."""
+    every name of :data:`BENCH_SETTINGS`, as ``runs`` rows record them). ``budgeted``: this
+    harvest has a ``--budget``, so configs an earlier budgeted harvest skipped are done."""
     missing = [name for name in BENCH_SETTINGS if name not in settings]
     if missing:
         raise ValueError(f"resume needs the bench settings {', '.join(missing)}")
@@ -80,10 +89,12 @@ def resume_plan(out: str, planned: Sequence[PlannedRun], settings: Mapping[str, 
     same: set[tuple[str, str]] = set()
     other: dict[tuple[str, str], str] = {}
     if harvest_difference:
-        for row in _read(out, "measurements", ["run_id", "harvest_id", "config_id"]):
+        for row in _read(out, "measurements", ["run_id", "harvest_id", "config_id", "status", "error"]):
             key = (row["run_id"], row["harvest_id"])
             if key not in harvest_difference:
                 continue  # not committed, or not planned now
+            if not budgeted and row["status"] == "skipped" and (row["error"] or "").startswith(BUDGET_SKIP):
+                continue  # a budget left it unbenchmarked: measure it now
             config = (row["run_id"], row["config_id"])
             why = harvest_difference[key]
             if why is None:

@@ -19,6 +19,7 @@ sticky CUDA error, a failed probe or an error of unknown cause replaces the work
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
 import threading
 import time
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -52,6 +53,9 @@ from corpus.suite.spec import KernelSpec
 from schemas import DatasetError, DatasetWriter, read_table
 from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.errors import WriteFailedError
+
+if TYPE_CHECKING:
+    from corpus.harvest.guided import GuidedRun, RunGuide
 
 COMPILE_FACTORY = "corpus.harvest.compile_worker:make_handler"
 MEASURE_FACTORY = "corpus.harvest.measure_worker:make_handler"
@@ -404,11 +408,13 @@ class Harvester:
         on_run: Callable[[RunResult], None] | None = None,
         pool: Compiler | None = None,
         claims: RunClaims | None = None,
+        guide: RunGuide | None = None,
     ) -> None:
         """``pool``: where compiles run (default: a :class:`CompilePool` of local processes; the
         Ray harvest passes one that submits Ray tasks). ``claims``: run claims on the dataset
         (:mod:`corpus.harvest.claims`), so a harvest whose plan overlaps this one's never
-        measures a run at the same time (None: no claims)."""
+        measures a run at the same time (None: no claims). ``guide``: benchmark only what a
+        model chooses of each run (``--rank-with``, :mod:`corpus.harvest.guided`)."""
         self.execution = execution
         self.specs = specs
         self.facts = facts
@@ -430,6 +436,7 @@ class Harvester:
         self.lanes = [MeasureLane(d, execution, environment_for(self.interpreter)) for d in execution.devices]
         self.bench_settings = bench_settings(execution)
         self.claims = claims
+        self.guide = guide
 
     # -- compile scheduling ---------------------------------------------------------------
 
@@ -497,6 +504,28 @@ class Harvester:
             bench_of[config_id] = outcome
             return None
 
+        def visit(planned: PlannedConfig, compiled: CompileOutcome) -> None:
+            """Check a compiled config (a twin of one checked before shares its outcome)."""
+            config_id = planned.config.id
+            identity = self._identity(compiled)
+            if identity is not None and identity in seen:
+                twins[config_id] = seen[identity]
+                return
+            if identity is not None:
+                seen[identity] = config_id
+            bench_of[config_id] = check = lane.check(setup, planned, compiled.binary_hash)
+            if check.status == Status.OK.value:
+                checked[config_id] = planned
+                if not self.execution.interleave:
+                    self._keep_samples(bench_of, run_sequential([config_id], time_reps, plan))
+            else:
+                self.on_config(check.status)
+
+        guided = None
+        if self.guide is not None:  # the model needs every compile of the run to rank it
+            compiles = compiles if compiles is not None else self._submit_run(run)
+            guided = self._guide_run(run, compiles)
+        deferred: dict[str, PlannedConfig] = {}
         for planned in run.configs:
             if self.stop.is_set():
                 return None
@@ -518,20 +547,21 @@ class Harvester:
                 bench_of[config_id] = MeasureOutcome(Status.SKIPPED.value, SETUP_FAILED + setup_error)
                 self.on_config(Status.SKIPPED.value)
                 continue
-            identity = self._identity(compiled)
-            if identity is not None and identity in seen:
-                twins[config_id] = seen[identity]
+            if guided is not None and not guided.wants(config_id):
+                deferred[config_id] = planned  # the model's verdict comes after the first ones
                 continue
-            if identity is not None:
-                seen[identity] = config_id
             begin = time.perf_counter()
-            bench_of[config_id] = check = lane.check(setup, planned, compiled.binary_hash)
-            if check.status == Status.OK.value:
-                checked[config_id] = planned
-                if not self.execution.interleave:
-                    self._keep_samples(bench_of, run_sequential([config_id], time_reps, plan))
-            else:
-                self.on_config(check.status)
+            visit(planned, compiled)
+            bench_s += time.perf_counter() - begin
+        if guided is not None:
+            begin = time.perf_counter()
+            if setup_error is None:  # a run that cannot be set up benchmarks nothing
+                self._guided_rounds(guided, deferred, compiled_of, visit, twins, checked, time_reps, plan)
+            for config_id in deferred:  # compiled, IR kept, not benchmarked: say why
+                bench_of[config_id] = MeasureOutcome(Status.SKIPPED.value, guided.skip_reason(config_id))
+                self.on_config(Status.SKIPPED.value)
+            assert self.guide is not None
+            self.guide.count_benchmarked(len(guided.order) - len(deferred))
             bench_s += time.perf_counter() - begin
         if self.execution.interleave and checked:
             begin = time.perf_counter()
@@ -556,6 +586,57 @@ class Harvester:
             self.on_config(MEASURED_ELSEWHERE)
         if len(configs) == len(run.configs):
             self.on_run(RunResult(run, [], 0.0, 0.0))
+
+    def _guide_run(self, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]]) -> GuidedRun:
+        """Wait for every compile of ``run`` and let the guide choose what to benchmark."""
+        # Imported here: train (torch, the model's featurizers) loads only for a guided harvest.
+        from corpus.guide.candidates import run_columns
+
+        assert self.guide is not None
+        wanted = {planned.config.id for planned in run.configs}  # a claim may have trimmed the run
+        outcomes = {config_id: future.result() for config_id, future in compiles.items() if config_id in wanted}
+        spec = self.specs[run.family]
+        columns = run_columns(
+            run, self.facts, self.execution.target, spec.flops(run.dims), spec.bytes_moved(run.dims, run.dtype)
+        )
+        return self.guide.plan(run, outcomes, columns, self.facts.arch)
+
+    def _guided_rounds(
+        self,
+        guided: GuidedRun,
+        deferred: dict[str, PlannedConfig],
+        compiled_of: Mapping[str, CompileOutcome | None],
+        visit: Callable[[PlannedConfig, CompileOutcome], None],
+        twins: Mapping[str, str],
+        checked: dict[str, PlannedConfig],
+        time_reps: Callable[[str, int], list[float] | None],
+        plan: PassPlan,
+    ) -> None:
+        """``--budget auto``: time each chosen config once (one pass), tell the guide, and
+        check and time the config it asks for next, until it stops. ``deferred`` keeps the
+        configs never chosen. The decision passes' samples are dropped: the labels come from
+        the interleaved passes over every checked config that follow."""
+        if not guided.adaptive:
+            return
+        medians: dict[str, float | None] = {}
+        one_pass = PassPlan(1, plan.reps_per_pass, plan.seed)
+
+        def median_of(config_id: str) -> float | None:
+            source = twins.get(config_id, config_id)
+            if source not in medians:
+                samples = run_passes([source], time_reps, one_pass) if source in checked else {}
+                medians[source] = float(statistics.median(samples[source])) if source in samples else None
+                if source not in samples:
+                    checked.pop(source, None)  # failed its timing: no interleaved passes either
+            return medians[source]
+
+        for config_id in guided.first:
+            guided.observe(config_id, median_of(config_id))
+        while not self.stop.is_set() and (config_id := guided.next()) is not None:
+            compiled = compiled_of[config_id]
+            assert compiled is not None
+            visit(deferred.pop(config_id), compiled)
+            guided.observe(config_id, median_of(config_id))
 
     @staticmethod
     def _keep_samples(bench_of: dict[str, MeasureOutcome | None], samples: Mapping[str, list[float]]) -> None:

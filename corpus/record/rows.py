@@ -177,9 +177,11 @@ def _planned_run(
     benched_ids = {c.id for c in benchmarked}
     planned = [PlannedConfig(c, None, _grid(event.grid, event.args, c)) for c in benchmarked]
     if not event.cache_hit:
+        # A provider that knows why it pruned a config (corpus.guide.prune_configs) says so.
+        reason_for = getattr(event.autotuner.early_config_prune, "skip_reason_for", None)
         planned += [
-            PlannedConfig(c, PRUNED, _grid(event.grid, event.args, c))
-            for c in all_configs
+            PlannedConfig(c, (reason_for(original) if reason_for else None) or PRUNED, _grid(event.grid, event.args, c))
+            for original, c in zip(event.autotuner.configs, all_configs)
             if c.id not in benched_ids
         ]
     return PlannedRun(

@@ -1,0 +1,101 @@
+"""Compiled-but-unmeasured configs as the cost model reads them: a samples-table frame and the
+IR tables of their graphs.
+
+The rows are built by the harvest's own row code (:func:`corpus.harvest.rows.measurement_row`
+on the compile outcome, no benchmark) and typed by the dataset schemas, so a candidate looks to
+the model exactly like a measured config of the same run minus its timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from corpus.harvest.compile_worker import CompileOutcome
+from corpus.harvest.device import DeviceFacts
+from corpus.harvest.plan import PlannedConfig, PlannedRun
+from corpus.harvest.rows import ir_target_name, measurement_row, problem_columns
+from schemas.tables import table_spec
+from schemas.writer import conform
+from train.tables import RUN_COLUMNS
+
+IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What :func:`train.guide.score_candidates` takes: ``frame`` (one row per config, in the
+    order given) and the IR tables of their graphs at the model's level."""
+
+    frame: pl.DataFrame
+    ir_nodes: pl.DataFrame
+    ir_edges: pl.DataFrame
+    ir_graphs: pl.DataFrame
+
+
+def run_columns(
+    run: PlannedRun, facts: DeviceFacts, ir_target: str, flops: int | None, bytes_moved: int | None
+) -> dict[str, Any]:
+    """The ``runs`` columns a model reads about ``run`` (family, problem, dtype, device facts,
+    IR target), as :func:`corpus.harvest.rows.run_row` writes them; ``flops``/``bytes_moved``
+    None when unknown (a recorded kernel)."""
+    problem = problem_columns(run, flops or 0, bytes_moved or 0)
+    if flops is None:
+        problem["arithmetic_intensity"] = None
+    return {
+        "run_id": run.run_id,
+        "kernel_id": run.kernel_id,
+        "family": run.family,
+        "scale": run.scale,
+        "shape_name": run.shape_name,
+        "dtype": run.dtype,
+        "flops": flops,
+        "bytes_moved": bytes_moved,
+        **problem,
+        **facts.as_row(),
+        "ir_target": ir_target_name(ir_target),
+        "default_config_id": run.default_config_id,
+    }
+
+
+def candidate_frames(
+    run: PlannedRun,
+    configs: Sequence[PlannedConfig],
+    outcomes: Mapping[str, CompileOutcome],
+    run_row: Mapping[str, Any],
+    *,
+    arch: str,
+    level: str,
+) -> Candidates:
+    """The candidates of one run: each of ``configs`` with its compile outcome (by config id;
+    compiled OK), its run's columns ``run_row`` (:func:`run_columns`) and the IR graphs of
+    ``level``."""
+    rows = [
+        measurement_row(run, planned, "candidates", arch, outcomes[planned.config.id], None)
+        for planned in configs
+    ]
+    measurements = pl.DataFrame(conform(table_spec("measurements"), rows))
+    runs_spec = table_spec("runs")
+    known = {k: v for k, v in run_row.items() if k in runs_spec.schema.names}
+    runs = pl.DataFrame(conform(runs_spec, [{**known, "harvest_id": "candidates"}]))
+    keep = [c for c in RUN_COLUMNS if c in runs.columns and c not in ("run_id", "harvest_id")]
+    frame = measurements.join(runs.select("run_id", *keep), on="run_id", how="left")
+    frame = frame.with_columns(pl.col(f"{level}_id").alias("ir_id"))
+    tables: dict[str, list[pa.Table]] = {name: [] for name in IR_TABLES}
+    for planned in configs:
+        for graph in outcomes[planned.config.id].graphs.values():
+            for name in IR_TABLES:
+                tables[name].append(graph[name])
+    ir = {
+        name: pl.DataFrame(
+            conform(table_spec(name), pa.concat_tables(parts, promote_options="permissive"))
+            if parts
+            else table_spec(name).schema.empty_table()
+        ).filter(pl.col("level") == level)
+        for name, parts in tables.items()
+    }
+    return Candidates(frame, ir["ir_nodes"], ir["ir_edges"], ir["ir_graphs"])

@@ -1,0 +1,311 @@
+"""A cost model inside Triton's own autotuner: a ``prune_configs_by`` provider.
+
+```python
+import triton
+from corpus.guide import prune_configs
+
+@triton.autotune(configs, key=["n_elements"], prune_configs_by=prune_configs("results/checkpoint", top_k=4))
+@triton.jit
+def kernel(...): ...
+```
+
+When the autotuner meets a new key it calls the provider with every config. The provider
+compiles each config to IR for the target (on a GPU in this process, where Triton's cache then
+serves the autotuner's own compiles; on the interpreter in a worker process where Triton
+compiles, see :class:`corpus.record.compile_worker.WorkerCompiler`), ranks them with the model
+(:func:`train.guide.score_candidates`) and returns the ``top_k``: Triton benchmarks those only.
+The choice is cached per autotune key (the key Triton computes: the ``key`` arguments' values
+and every tensor's dtype), so a key tuned again (a cleared cache, ``Autotuner.warmup``) costs
+no compile.
+
+When the model cannot rank -- no config compiles for the target, the model refuses the device,
+the kernel's source cannot be loaded -- the provider returns every config (Triton benchmarks
+them all, as without it) and warns once per kernel.
+
+Why ``early_config_prune`` and not ``perf_model``/``top_k``: Triton calls ``perf_model`` once
+per config with the arguments only (no view of the other configs), and its ``top_k`` differs
+between releases (3.6 takes a float of *all* configs and may round to zero; 3.9 takes it of
+the pruned ones, at least one). ``early_config_prune(configs, named_args, **kwargs)`` has the
+same signature in 3.6 and 3.9 and sees every config at once. The provider finds the kernel
+through the autotuner that calls it (``Autotuner.prune_configs`` is its caller in both).
+A user's own ``early_config_prune`` still runs first: pass it as ``early_config_prune=``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import inspect
+import os
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LAUNCH_OPTIONS = ("grid", "warmup")
+"""Keyword arguments of ``Autotuner.run`` that are launch options, not kernel arguments."""
+SKIP = "not benchmarked: ranked below the top {k} by model {model} (corpus.guide.prune_configs)"
+"""What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
+
+
+class CannotRank(RuntimeError):
+    """The model cannot rank this kernel's configs; the message says why."""
+
+
+def prune_configs(
+    model: str | Path,
+    top_k: int = 4,
+    *,
+    target: str | None = None,
+    early_config_prune: Callable[..., Sequence[Any]] | None = None,
+    compile_timeout_s: float = 120.0,
+) -> dict[str, Callable[..., list[Any]]]:
+    """``prune_configs_by`` for ``triton.autotune``: benchmark only the ``top_k`` configs the
+    checkpoint in ``model`` (``python -m train``'s ``OUT/checkpoint``) ranks best.
+
+    ``target``: the compile target of the IR the model reads (default: the GPU's own arch,
+    ``sm_90`` on the interpreter). ``early_config_prune``: the user's own pruning, applied
+    first. ``compile_timeout_s``: a compile that takes longer counts as failed (interpreter
+    worker only). Raises ``FileNotFoundError``/``ValueError`` for an unusable model at once.
+    """
+    return {
+        "early_config_prune": ConfigRanker(
+            model,
+            top_k,
+            target=target,
+            early_config_prune=early_config_prune,
+            compile_timeout_s=compile_timeout_s,
+        )
+    }
+
+
+def _calling_autotuner(depth: int = 4) -> Any:
+    """The ``triton.runtime.Autotuner`` whose method called us (``self`` of a caller frame)."""
+    from triton.runtime.autotuner import Autotuner
+
+    frame = inspect.currentframe()
+    for _ in range(depth):
+        frame = frame.f_back if frame is not None else None
+        candidate = frame.f_locals.get("self") if frame is not None else None
+        if isinstance(candidate, Autotuner):
+            return candidate
+    return None
+
+
+def _kernel_of(autotuner: Any) -> Any:
+    """The ``JITFunction`` (or the interpreter's ``InterpretedFunction``) under the autotuner's
+    wrappers (heuristics, ...)."""
+    obj = autotuner
+    while hasattr(getattr(obj, "fn", None), "fn"):
+        obj = obj.fn
+    return obj
+
+
+def launch_grid(grid: Any, args: Mapping[str, Any], meta: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The grid one config launches: ``grid`` itself, or what the callable gives for the
+    arguments and the config's meta-parameters; None when it cannot say."""
+    try:
+        value = grid({**args, **meta}) if callable(grid) else grid
+        return None if value is None else tuple(int(g) for g in value)
+    except Exception:  # a grid callable that wants more than the arguments: unknown
+        return None
+
+
+def tuning_key(autotuner: Any, args: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The key Triton's autotuner caches a tuning under: the ``key`` arguments' values, then the
+    dtype of every argument that has one."""
+    key: list[Any] = [args[name] for name in autotuner.keys if name in args]
+    key += [str(value.dtype) for value in args.values() if hasattr(value, "dtype")]
+    return tuple(key)
+
+
+class ConfigRanker:
+    """The ``early_config_prune`` callable of :func:`prune_configs` (see the module docstring).
+
+    ``compiles`` counts configs compiled so far (a cache hit compiles none), ``compile_s`` and
+    ``rank_s`` the seconds spent compiling and ranking; ``warned`` holds the kernels a fallback
+    warning was given for."""
+
+    def __init__(
+        self,
+        model: str | Path,
+        top_k: int,
+        *,
+        target: str | None = None,
+        early_config_prune: Callable[..., Sequence[Any]] | None = None,
+        compile_timeout_s: float = 120.0,
+    ) -> None:
+        from train.guide import load_model
+
+        if not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+        self.model = load_model(model)
+        self.top_k = top_k
+        self.target = target
+        self.early_config_prune = early_config_prune
+        self.compile_timeout_s = compile_timeout_s
+        self.cache: dict[tuple[Any, ...], tuple[str, ...] | None] = {}
+        self.reasons: dict[str, str] = {}
+        self.compiles = 0
+        self.compile_s = 0.0
+        self.rank_s = 0.0
+        self.warned: set[str] = set()
+        self._compiler: Callable[..., Any] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list[Any]:
+        """Triton's ``early_config_prune(configs, named_args, **kwargs)``."""
+        from corpus.record.rows import as_config
+
+        if self.early_config_prune is not None:
+            configs = list(self.early_config_prune(configs, named_args, **kwargs))
+        configs = list(configs)
+        if len(configs) <= self.top_k:
+            return configs
+        autotuner = _calling_autotuner()
+        if autotuner is None:
+            return self._fallback(configs, "kernel", "it was not called by a triton.autotune autotuner")
+        args = {**named_args, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}}
+        ids = [as_config(c).id for c in configs]
+        key = (id(autotuner), tuning_key(autotuner, args), tuple(ids))
+        with self._lock:
+            if key not in self.cache:
+                self.cache[key] = self._choose(autotuner, configs, args, kwargs.get("grid"))
+            chosen = self.cache[key]
+        if chosen is None:
+            return configs
+        skip = SKIP.format(k=self.top_k, model=self.model.name)
+        self.reasons.update({config_id: skip for config_id in ids if config_id not in chosen})
+        return [configs[ids.index(config_id)] for config_id in chosen]
+
+    def skip_reason_for(self, config: Any) -> str | None:
+        """Why ``config`` (a ``triton.Config``) was not benchmarked, when this provider pruned it
+        (``corpus.record`` writes it into the config's ``skipped`` row)."""
+        from corpus.record.rows import as_config
+
+        return self.reasons.get(as_config(config).id)
+
+    def _choose(self, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> tuple[str, ...] | None:
+        kernel = _kernel_of(autotuner)
+        name = getattr(getattr(kernel, "fn", None), "__name__", "kernel")
+        try:
+            return self._rank(kernel, autotuner, configs, args, grid)
+        except CannotRank as exc:
+            self._fallback(configs, name, str(exc))
+            return None
+        except Exception as exc:  # the autotuner must go on: tune everything, say why once
+            self._fallback(configs, name, f"{type(exc).__name__}: {exc}")
+            return None
+
+    def _fallback(self, configs: list[Any], kernel: str, why: str) -> list[Any]:
+        if kernel not in self.warned:
+            self.warned.add(kernel)
+            warnings.warn(
+                f"corpus.guide: model {self.model.name} cannot rank the configs of {kernel} ({why}); "
+                f"Triton benchmarks all {len(configs)}",
+                stacklevel=3,
+            )
+        return configs
+
+    def _rank(self, kernel: Any, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> tuple[str, ...]:
+        from corpus.guide.candidates import candidate_frames, run_columns
+        from corpus.harvest.plan import PlannedConfig, PlannedRun
+        from corpus.record.rows import as_config, kernel_function, kernel_source
+        from schemas.enums import Status
+        from schemas.identity import kernel_id
+        from train.guide import score_candidates
+
+        interpreter, facts = _device()
+        target = self.target or ("sm_90" if interpreter else facts.arch)
+        compiler = self._compiler_for(interpreter, target)
+        jit = kernel_function(kernel)
+        source, entry, _ = kernel_source(jit)
+        suite_configs = [as_config(c) for c in configs]
+        outcomes = {}
+        begin = time.perf_counter()
+        for config in suite_configs:
+            outcome, _ = compiler(kernel, args, config)
+            self.compiles += 1
+            outcomes[config.id] = outcome
+        self.compile_s += time.perf_counter() - begin
+        begin = time.perf_counter()
+        compiled = [c for c in suite_configs if outcomes[c.id].status == Status.OK.value]
+        if not compiled:
+            first = next(iter(outcomes.values()))
+            raise CannotRank(f"no config compiles for {target}: {first.error}")
+        dims = {
+            name: int(args[name])
+            for name in autotuner.keys
+            if isinstance(args.get(name), int) and not isinstance(args.get(name), bool)
+        }
+        tensors = [v for v in args.values() if hasattr(v, "dtype") and hasattr(v, "shape")]
+        run = PlannedRun(
+            family=entry,
+            scale=None,  # type: ignore[arg-type]  # not a suite scale
+            dims=dims,
+            dtype=str(tensors[0].dtype).removeprefix("torch.") if tensors else None,  # type: ignore[arg-type]
+            seed=None,  # type: ignore[arg-type]
+            run_id="candidates",
+            kernel_id=kernel_id(source, entry),
+            signature={},  # the run is never written: nothing hashes it
+            configs=(),
+            default_config_id=None,  # type: ignore[arg-type]  # no untuned default
+            sizes=dims,
+        )
+        planned = [PlannedConfig(c, None, launch_grid(grid, args, c.kwargs)) for c in compiled]
+        run = replace(run, configs=tuple(planned))
+        candidates = candidate_frames(
+            run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level
+        )
+        scores = score_candidates(
+            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs
+        )
+        order = np.argsort(scores.rank, kind="stable")
+        self.rank_s += time.perf_counter() - begin
+        return tuple(compiled[i].id for i in order[: self.top_k])
+
+    def _compiler_for(self, interpreter: bool, target: str) -> Callable[..., Any]:
+        """On a GPU, compile in this process (the autotuner's own compiles then hit Triton's
+        cache); on the interpreter, in a worker process where Triton compiles (started once)."""
+        if self._compiler is not None:
+            return self._compiler
+        if not interpreter:
+            from corpus.record.compiled import compile_config
+            from corpus.record.rows import kernel_function
+
+            self._compiler = lambda fn, args, config: compile_config(
+                kernel_function(fn), args, config, target, always_compile=False
+            )
+            return self._compiler
+        from corpus.harvest.settings import compiler_selected, read_settings, worker_environment
+        from corpus.record.compile_worker import WorkerCompiler
+
+        settings = read_settings(allow_interpret=True)
+        scratch = tempfile.TemporaryDirectory(prefix="corpus-guide-")
+        cache_dir = settings.triton_cache_dir or os.path.join(scratch.name, "triton-cache")
+        environment = worker_environment(settings, interpret=False, cache_dir=cache_dir)
+        with compiler_selected():
+            worker = WorkerCompiler(target, environment, timeout_s=self.compile_timeout_s)
+        atexit.register(scratch.cleanup)  # atexit runs last-in first-out: after worker.close
+        atexit.register(worker.close)
+        self._compiler = worker
+        return worker
+
+
+def _device() -> tuple[bool, Any]:
+    """(interpreter?, device facts) of where the autotuned kernel runs."""
+    import torch
+    from triton import knobs
+
+    from corpus.harvest.device import cuda_facts, interpreter_facts
+
+    if knobs.runtime.interpret:
+        return True, interpreter_facts()
+    if not torch.cuda.is_available():
+        raise CannotRank("no GPU and Triton's interpreter is off")
+    return False, cuda_facts(f"cuda:{torch.cuda.current_device()}")

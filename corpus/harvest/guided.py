@@ -1,0 +1,216 @@
+"""A model-guided harvest (``--rank-with MODEL --budget K|P%|auto``): every config is compiled
+as usual, the model ranks each run's compiled configs, and only the default config plus the
+model's choice is benchmarked. The rest are written as ``skipped`` rows whose ``error`` names
+the model and the budget (:data:`BUDGET_SKIP`), with their compile outcome and IR, so the
+dataset says what was not measured and why.
+
+- ``K``: the default plus the model's top K of the other configs.
+- ``P%``: K = ceil(P% of the run's compiled configs), at least 1.
+- ``auto``: the model's predicted best and the default first, then one config at a time by
+  expected improvement over the best so far (:class:`train.guide.EiPolicy`), until no config
+  is expected to improve it by 1 %. Its decisions use one timing pass per config; the
+  recorded labels come from the usual interleaved passes over every config it chose.
+
+Resume: a harvest without ``--budget`` measures the configs an earlier budgeted harvest
+skipped (:func:`corpus.harvest.resume.resume_plan`); a budgeted one counts them as done.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from corpus.guide.candidates import candidate_frames
+from corpus.harvest.compile_worker import CompileOutcome
+from corpus.harvest.plan import PlannedConfig, PlannedRun
+from corpus.harvest.resume import BUDGET_SKIP
+from schemas.enums import Status
+from train.guide import Budget, EiPolicy, EiSettings, GuideModel, score_candidates
+
+
+class GuidedRun:
+    """The benchmark plan of one run: which configs first, then (``auto``) one at a time.
+
+    Config ids in ``order`` are the run's compiled configs in the model's order (best first).
+    """
+
+    def __init__(
+        self,
+        order: Sequence[str],
+        first: Sequence[str],
+        reasons: Mapping[str, str],
+        policy: EiPolicy | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.order = list(order)
+        self.first = list(first)
+        self.reasons = dict(reasons)
+        self.policy = policy
+        self.note = note
+        """Why the model did not guide this run (it is benchmarked in full), or None."""
+        self.measured: dict[int, float] = {}
+        self._index = {config_id: i for i, config_id in enumerate(self.order)}
+
+    @property
+    def adaptive(self) -> bool:
+        """True for ``auto``: more configs are chosen after the first ones are timed."""
+        return self.policy is not None
+
+    def wants(self, config_id: str) -> bool:
+        """Whether ``config_id`` is among the configs benchmarked first."""
+        return config_id in self.first
+
+    def observe(self, config_id: str, median_ms: float | None) -> None:
+        """A benchmarked config's median (None: it failed; it cost a benchmark all the same)."""
+        self.measured[self._index[config_id]] = median_ms if median_ms else math.inf
+
+    def next(self) -> str | None:
+        """``auto``: the next config to benchmark, None when the policy stops."""
+        if self.policy is None:
+            return None
+        index = self.policy.next(self.measured)
+        return None if index is None else self.order[index]
+
+    def skip_reason(self, config_id: str) -> str:
+        """The ``error`` of a config this harvest did not benchmark."""
+        return self.reasons[config_id]
+
+
+def benchmark_everything(configs: Sequence[str], note: str) -> GuidedRun:
+    """The plan of a run the model could not rank: every config, as without ``--budget``."""
+    return GuidedRun(configs, configs, {}, note=note)
+
+
+@dataclass
+class GuideStats:
+    """What the summary says about the guided runs."""
+
+    compiled: int = 0
+    benchmarked: int = 0
+    runs: int = 0
+    notes: Counter[str] = field(default_factory=Counter)
+    """Why the model could not rank a run -> how many runs (benchmarked in full)."""
+
+
+class RunGuide:
+    """Ranks each run's compiled configs with ``model`` and plans its benchmarks under
+    ``budget`` (one instance per harvest; lanes call :meth:`plan` from their threads)."""
+
+    def __init__(self, model: GuideModel, budget: Budget, ei: EiSettings | None = None) -> None:
+        self.model = model
+        self.budget = budget
+        self.ei = ei or EiSettings()
+        self.stats = GuideStats()
+        self.lock = threading.Lock()
+
+    def plan(
+        self,
+        run: PlannedRun,
+        outcomes: Mapping[str, CompileOutcome | None],
+        run_row: Mapping[str, Any],
+        arch: str,
+    ) -> GuidedRun:
+        """Rank the configs of ``run`` that compiled (``outcomes`` by config id) and choose
+        what to benchmark. A ranking that fails benchmarks the whole run (the note says why)."""
+        compiled = [
+            p
+            for p in run.configs
+            if (o := outcomes.get(p.config.id)) is not None and o.status == Status.OK.value
+        ]
+        ids = [p.config.id for p in compiled]
+        try:
+            guided = self._rank(run, compiled, outcomes, run_row, arch)
+        except Exception as exc:  # never lose the run: measure it all, and say why
+            guided = benchmark_everything(ids, f"{type(exc).__name__}: {exc}")
+        with self.lock:
+            self.stats.runs += 1
+            self.stats.compiled += len(ids)
+            if guided.note:
+                self.stats.notes[guided.note] += 1
+        return guided
+
+    def _rank(
+        self,
+        run: PlannedRun,
+        compiled: Sequence[PlannedConfig],
+        outcomes: Mapping[str, CompileOutcome | None],
+        run_row: Mapping[str, Any],
+        arch: str,
+    ) -> GuidedRun:
+        ids = [p.config.id for p in compiled]
+        if len(ids) < 2:
+            return GuidedRun(ids, ids, {})
+        known = {i: o for i, o in outcomes.items() if o is not None}
+        candidates = candidate_frames(run, compiled, known, run_row, arch=arch, level=self.model.level)
+        scores = score_candidates(
+            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs
+        )
+        order = np.argsort(scores.rank, kind="stable")
+        ranked = [ids[i] for i in order]
+        rank_of = {config_id: position + 1 for position, config_id in enumerate(ranked)}
+        default = run.default_config_id if run.default_config_id in rank_of else None
+        n = len(ranked)
+        if self.budget.auto:
+            policy = EiPolicy(
+                scores.predicted_ms[order],
+                scores.p_valid[order],
+                np.arange(1, n + 1),
+                default=None if default is None else rank_of[default] - 1,
+                settings=self.ei,
+            )
+            first = [ranked[i] for i in policy.start]
+            reasons = {
+                c: f"{BUDGET_SKIP} auto: model {self.model.name} ranked it {rank_of[c]} of {n} and "
+                f"expected no config to gain {self.ei.threshold:.0%} more"
+                for c in ranked
+            }
+            return GuidedRun(ranked, first, reasons, policy)
+        extra = self.budget.extra_configs(n)
+        assert extra is not None
+        others = [c for c in ranked if c != default]
+        first = ([default] if default else []) + others[:extra]
+        reasons = {
+            c: f"{BUDGET_SKIP} {self.budget.text}: model {self.model.name} ranked it {rank_of[c]} of {n}"
+            for c in ranked
+        }
+        return GuidedRun(ranked, first, reasons)
+
+    def count_benchmarked(self, configs: int) -> None:
+        """Add ``configs`` benchmarked configs of one run to the summary's count."""
+        with self.lock:
+            self.stats.benchmarked += configs
+
+    def print_summary(self, console: Console, results: Sequence[Any]) -> None:
+        """Benchmarks spent vs an exhaustive harvest, and what was found."""
+        stats = self.stats
+        share = stats.benchmarked / stats.compiled if stats.compiled else 0.0
+        console.print(
+            f"guided by model {self.model.name} (--budget {self.budget.text}): benchmarked "
+            f"{stats.benchmarked} of {stats.compiled} compiled config(s) ({share:.0%}) in "
+            f"{stats.runs} run(s); an exhaustive harvest benchmarks all {stats.compiled}"
+        )
+        speedups = []
+        for result in results:
+            ok = [r for r in result.rows if r["status"] == Status.OK.value]
+            best = min(ok, key=lambda r: r["median_ms"], default=None)
+            default = next((r for r in ok if r["is_default"]), None)
+            if best and default:
+                speedups.append(default["median_ms"] / best["median_ms"])
+        if speedups:
+            mean = math.exp(float(np.mean(np.log(speedups))))
+            console.print(
+                f"best found: {mean:.2f}x faster than the default config (geometric mean over "
+                f"{len(speedups)} run(s); per run in the table above)"
+            )
+        for note, runs in stats.notes.most_common():
+            console.print(
+                f"[yellow]warning[/]: the model could not rank {runs} run(s), benchmarked in full: {note}",
+                soft_wrap=True,
+            )

@@ -1,0 +1,33 @@
+"""Fixtures of the model-guided tuning tests: a small real cost model, trained once per session
+on a tiny interpreter harvest (python -m train, 2 epochs: the tests check what the harvest and
+the plug-in do with a model's ranking, not how good it is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import harvest_tiny
+
+FAMILIES = ("add_broadcast", "softmax", "cumsum")
+
+
+@pytest.fixture(scope="session")
+def guide_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint directory (``OUT/checkpoint`` of ``python -m train``)."""
+    import torch
+
+    from train.cli import main
+
+    root = tmp_path_factory.mktemp("guide-model")
+    data = harvest_tiny(root / "dataset", FAMILIES, 4)
+    threads = torch.get_num_threads()
+    argv = ["--data", data, "--out", str(root / "out"), "--epochs", "2", "--seeds", "1",
+            "--models", "gnn", "--split", "random", "--threads", "1",
+            "--cache-dir", str(root / "cache")]  # fmt: skip
+    try:
+        assert main(argv) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return root / "out" / "checkpoint"

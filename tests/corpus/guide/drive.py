@@ -1,0 +1,122 @@
+"""Drives the Triton plug-in (corpus.guide.prune_configs) on the interpreter in a process of its
+own: Triton's interpreter must be selected before Triton is imported, which the pytest process
+did long before (see tests/corpus/record/drive.py).
+
+``python -m tests.corpus.guide.drive OUT_DIR MODEL_DIR`` (from the repository root, with
+TRITON_INTERPRET=1) runs the scenarios and writes ``OUT_DIR/report.json``; the tests assert on
+it. Nothing here imports Triton at module level: the compile worker is a ``spawn`` process,
+which re-imports this main module first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+BLOCKS = (16, 32, 64, 128, 256, 512)
+
+
+def configs() -> list[Any]:
+    import triton
+
+    return [triton.Config({"BLOCK": b}, num_warps=w) for b in BLOCKS for w in (1, 4)][:6]
+
+
+def launch(tuned: Any, n: int) -> bool:
+    """Launch the autotuned kernel on ``n`` elements; True when the output is right."""
+    import torch
+    import triton
+
+    x = torch.randn(n)
+    out = torch.empty_like(x)
+    tuned[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    return bool(torch.allclose(out, 2 * x + 1))
+
+
+def guided(model: str) -> dict[str, Any]:
+    """top_k=2 of 6 configs: what Triton benchmarked, the best, the provider's compiles."""
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import scale_kernel
+
+    prune = prune_configs(model, top_k=2)
+    ranker = prune["early_config_prune"]
+    tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
+        scale_kernel
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        correct = launch(tuned, 1000)
+        benchmarked = [c.all_kwargs() for c in tuned.configs_timings]
+        best = tuned.best_config.all_kwargs()
+        first_compiles = ranker.compiles
+        tuned.cache.clear()  # the same key again: the provider's cache answers
+        launch(tuned, 1000)
+        again_compiles = ranker.compiles
+        launch(tuned, 3000)  # a new key: ranked again
+    return {
+        "correct": correct,
+        "benchmarked": benchmarked,
+        "best": best,
+        "all": [c.all_kwargs() for c in configs()],
+        "compiles": [first_compiles, again_compiles, ranker.compiles],
+        "warnings": [str(w.message) for w in caught if "corpus.guide" in str(w.message)],
+    }
+
+
+def fallback(model: str) -> dict[str, Any]:
+    """A target nothing compiles for: every config benchmarked, one warning over two keys."""
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import scale_kernel
+
+    prune = prune_configs(model, top_k=2, target="sm_20")
+    tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
+        scale_kernel
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        correct = launch(tuned, 1000) and launch(tuned, 3000)
+    return {
+        "correct": correct,
+        "benchmarked": len(tuned.configs_timings),
+        "warnings": [str(w.message) for w in caught if "corpus.guide" in str(w.message)],
+    }
+
+
+def recorded(model: str, out: Path) -> dict[str, Any]:
+    """The plug-in inside ``corpus.record``: pruned configs are recorded as skipped, naming the
+    model."""
+    import triton
+
+    import corpus.record
+    from corpus.guide import prune_configs
+    from tests.corpus.guide.kernels import scale_kernel
+
+    tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune_configs(model, top_k=2))(
+        scale_kernel
+    )
+    with corpus.record(out=str(out), rep=2):
+        correct = launch(tuned, 1000)
+    return {"correct": correct, "out": str(out)}
+
+
+def main(out: Path, model: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    report = {
+        "guided": guided(model),
+        "fallback": fallback(model),
+        "recorded": recorded(model, out / "recorded"),
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])

@@ -1,0 +1,86 @@
+"""The budgeted harvest (python -m corpus.harvest --rank-with MODEL --budget K|P%|auto),
+in-process with real compile and benchmark workers on the interpreter: K + 1 measured rows per
+run and the rest skipped naming the model; the same budget again does nothing; a rerun
+without budget measures the rest, and no config is measured twice."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+from rich.console import Console
+
+from corpus.harvest.__main__ import main
+from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.resume import BUDGET_SKIP
+from corpus.harvest.settings import read_settings
+from schemas import read_table
+
+BASE = {"families": ("softmax",), "dtypes": ("float32",), "max_configs": 4, "workers": 1, "flush_every_s": 0.0}
+
+
+def harvest(out: Path, **options) -> str:
+    console = Console(file=io.StringIO(), width=200)
+    run_harvest(HarvestConfig(out=str(out), **BASE, **options), read_settings(), console)
+    return console.file.getvalue()
+
+
+def rows(out: Path, harvests: str = "latest") -> pl.DataFrame:
+    columns = ["run_id", "config_id", "status", "error", "ttgir_id", "is_default"]
+    return pl.from_arrow(read_table(str(out), "measurements", columns=columns, harvests=harvests))
+
+
+def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dataset"
+    printed = harvest(out, rank_with=str(guide_model), budget="1")
+    first = rows(out)
+    assert first["run_id"].n_unique() == 3
+    for run_id, group in first.group_by("run_id"):
+        statuses = Counter(group["status"])
+        assert statuses == {"ok": 2, "skipped": 2}, run_id  # the default + the top 1; 4 compiled
+        assert group.filter(pl.col("is_default"))["status"].to_list() == ["ok"]
+    skipped = first.filter(pl.col("status") == "skipped")
+    assert all(e.startswith(f"{BUDGET_SKIP} 1: model checkpoint@") for e in skipped["error"])
+    assert skipped["ttgir_id"].null_count() == 0  # compiled: the IR is in the dataset
+    assert "benchmarked 6 of 12 compiled config(s)" in printed.replace("\n", " ")
+
+    harvest(out, rank_with=str(guide_model), budget="1")  # the same budget: nothing left to do
+    assert rows(out, "all").height == first.height
+
+    harvest(out)  # no budget: the skipped configs are measured now
+    latest = rows(out)
+    assert latest.height == 12 and latest.select("run_id", "config_id").n_unique() == 12
+    assert set(latest["status"]) == {"ok"}
+    measured = rows(out, "all").filter(pl.col("status") != "skipped")
+    assert measured.select("run_id", "config_id").is_duplicated().sum() == 0  # none measured twice
+
+
+def test_auto_budget_benchmarks_the_models_best_and_the_default(guide_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "auto"
+    harvest(out, rank_with=str(guide_model), budget="auto")
+    found = rows(out)
+    for _, group in found.group_by("run_id"):
+        measured = group.filter(pl.col("status") == "ok")
+        assert 2 <= measured.height <= 4 and measured["is_default"].any()
+    assert all("auto: model checkpoint@" in e for e in found.filter(pl.col("status") == "skipped")["error"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--budget", "4"], "--budget needs --rank-with"),
+        (["--rank-with", "x"], "--rank-with needs --budget"),
+        (["--rank-with", "no-such-model", "--budget", "4"], "no checkpoint.json"),
+        (["--rank-with", "MODEL", "--budget", "lots"], "--budget 'lots'"),
+        (["--rank-with", "MODEL", "--budget", "4", "--ray", "local"], "does not run on Ray"),
+    ],
+)
+def test_bad_guidance_is_refused_before_any_work(argv, message, guide_model, tmp_path, capsys) -> None:
+    argv = [str(guide_model) if a == "MODEL" else a for a in argv]
+    assert main(["--families", "softmax", "--out", str(tmp_path / "d"), *argv]) == 2
+    printed = capsys.readouterr().out
+    assert message in printed.replace("\n", " ")
+    assert not (tmp_path / "d").exists()

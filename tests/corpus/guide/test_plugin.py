@@ -1,0 +1,72 @@
+"""The Triton plug-in (corpus.guide.prune_configs) on Triton's interpreter, in a process of its
+own (tests/corpus/guide/drive.py): Triton benchmarks exactly top_k configs of a real autotuned
+kernel and keeps a valid one; a key seen before costs no compile; a model that cannot rank
+(nothing compiles for the target) falls back to every config with one warning; inside
+corpus.record the pruned configs are skipped rows naming the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from corpus.guide import prune_configs
+from schemas import read_table
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def report(guide_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("guide-drive")
+    env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": str(REPO)}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "tests.corpus.guide.drive", str(out), str(guide_model)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads((out / "report.json").read_text())
+
+
+def test_triton_benchmarks_exactly_top_k_and_keeps_a_valid_config(report: dict) -> None:
+    guided = report["guided"]
+    assert len(guided["benchmarked"]) == 2  # top_k of the six configs
+    assert all(config in guided["all"] for config in guided["benchmarked"])
+    assert guided["best"] in guided["benchmarked"]
+    assert guided["correct"]
+    assert guided["warnings"] == []
+
+
+def test_a_key_tuned_again_is_served_from_the_cache(report: dict) -> None:
+    first, again, new_key = report["guided"]["compiles"]
+    assert first == 6 and again == 6  # the same key: no compile
+    assert new_key == 12  # another n_elements: ranked afresh
+
+
+def test_a_model_that_cannot_rank_falls_back_to_every_config_with_one_warning(report: dict) -> None:
+    fallback = report["fallback"]
+    assert fallback["benchmarked"] == 6 and fallback["correct"]
+    assert len(fallback["warnings"]) == 1  # two keys, one warning
+    assert "cannot rank" in fallback["warnings"][0] and "sm_20" in fallback["warnings"][0]
+
+
+def test_recorded_workloads_say_which_model_pruned_a_config(report: dict, guide_model: Path) -> None:
+    rows = pl.from_arrow(read_table(report["recorded"]["out"], "measurements", columns=["status", "error"]))
+    assert report["recorded"]["correct"]
+    assert rows["status"].to_list().count("ok") == 2
+    skipped = rows.filter(pl.col("status") == "skipped")["error"].to_list()
+    assert len(skipped) == 4
+    assert all("top 2 by model checkpoint@" in reason for reason in skipped)
+
+
+def test_bad_arguments_are_refused_at_decoration(guide_model: Path, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="checkpoint.json"):
+        prune_configs(tmp_path)
+    with pytest.raises(ValueError, match="top_k"):
+        prune_configs(guide_model, top_k=0)

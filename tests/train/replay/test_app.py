@@ -1,0 +1,84 @@
+"""``python -m train.replay`` end to end on a tiny real harvest and a 2-seed model: every
+strategy on every held-out run of both seeds, the held-out runs are the test runs of the
+model's own split, outputs written, bad options refused with one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from train.cli import main as train_main
+from train.replay.cli import main
+from train.replay.strategies import STRATEGIES
+from train.replay.summary import FRACTIONS
+from train.tables import load_samples, ranked_runs
+
+
+@pytest.fixture(scope="module")
+def trained(harvested: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("replay-model")
+    argv = ["--data", harvested, "--out", str(out), "--epochs", "2", "--seeds", "2",
+            "--models", "gnn", "--cache-dir", str(out / "cache")]  # fmt: skip
+    assert train_main(argv) == 0
+    return out
+
+
+def test_replay_writes_every_strategy_for_every_seed(harvested, trained, tmp_path, capsys):
+    out = tmp_path / "replay"
+    assert main(["--data", harvested, "--model", str(trained), "--out", str(out), "--repeats", "2"]) == 0
+    printed = capsys.readouterr().out
+    for name in STRATEGIES:
+        assert f"| {name} |" in printed
+    runs = pl.read_parquet(out / "runs.parquet")
+    assert sorted(runs["seed"].unique()) == [0, 1]  # checkpoint/ and checkpoints/seed-1/
+    splits = pl.read_parquet(trained / "splits.parquet")
+    for seed in (0, 1):
+        test = set(splits.filter((pl.col("seed") == seed) & (pl.col("split") == "test"))["run_id"])
+        replayed = set(runs.filter(pl.col("seed") == seed)["run_id"])
+        assert replayed and replayed <= test  # held-out runs only
+        counts = runs.filter(pl.col("seed") == seed).group_by("strategy").len()
+        assert counts["len"].n_unique() == 1  # every strategy on every run
+    regret = runs.select([f"regret_at_{f:g}" for f in FRACTIONS]).to_numpy()
+    assert np.all(np.diff(regret, axis=1) <= 1e-12) and np.all(regret >= 0)
+    not_auto = runs.filter(pl.col("strategy") != "auto")
+    assert (not_auto["configs_to_0"] <= not_auto["n_configs"]).all()
+    summary = json.loads((out / "replay.json").read_text())
+    assert set(summary["strategies"]) == set(STRATEGIES)
+    assert summary["strategies"]["random"]["vs_random"]["mean"] == pytest.approx(1.0)
+    assert (out / "regret.png").stat().st_size > 0
+
+
+def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, capsys):
+    for argv, message in (
+        (["--model", str(tmp_path)], "no checkpoint.json"),
+        (["--model", str(trained), "--strategies", "random,psychic"], "unknown psychic"),
+        (["--model", str(trained), "--repeats", "0"], "--repeats must be >= 1"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--data", harvested, *argv])
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_a_model_without_a_split_replays_every_run_without_lightgbm(harvested, trained, tmp_path, capsys):
+    """A checkpoint that records no split (a model trained on everything) holds nothing out:
+    every rankable run is replayed, LightGBM (nothing to fit it on) is left out, the report
+    says so."""
+    model = tmp_path / "final"
+    shutil.copytree(trained / "checkpoint", model)
+    meta = json.loads((model / "checkpoint.json").read_text())
+    del meta["extra"]["split"]
+    (model / "checkpoint.json").write_text(json.dumps(meta))
+    out = tmp_path / "replay"
+    argv = ["--data", harvested, "--model", str(model), "--out", str(out),
+            "--strategies", "random,tabular,analytic,model"]  # fmt: skip
+    assert main(argv) == 0
+    assert "records no split" in capsys.readouterr().out
+    runs = pl.read_parquet(out / "runs.parquet")
+    assert set(runs["strategy"]) == {"random", "analytic", "model"}
+    assert runs["run_id"].n_unique() == len(ranked_runs(load_samples(harvested)))

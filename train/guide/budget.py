@@ -1,0 +1,49 @@
+"""How many configs of a run a model-guided tuner benchmarks: ``K``, ``P%`` or ``auto``."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A parsed ``--budget``: ``count`` extra configs beyond the default (``K``), a
+    ``percent`` of the run's configs, or ``auto`` (stop on expected improvement)."""
+
+    text: str
+    count: int | None = None
+    percent: float | None = None
+
+    @property
+    def auto(self) -> bool:
+        return self.count is None and self.percent is None
+
+    def extra_configs(self, n_configs: int) -> int | None:
+        """Configs benchmarked beyond the default in a run of ``n_configs`` candidates: ``K``,
+        or ``ceil(P% x n_configs)`` (at least 1); None for ``auto`` (decided as it goes)."""
+        if self.count is not None:
+            return self.count
+        if self.percent is not None:
+            return max(1, math.ceil(self.percent / 100 * n_configs))
+        return None
+
+
+def parse_budget(text: str) -> Budget:
+    """``"4"`` -> 4 configs beyond the default, ``"25%"`` -> a quarter of each run's configs,
+    ``"auto"``. Raises ``ValueError`` with a one-line message for anything else."""
+    value = text.strip()
+    if value == AUTO:
+        return Budget(value)
+    if re.fullmatch(r"\d+", value):
+        return Budget(value, count=int(value))
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)%", value)
+    if match and 0 < float(match.group(1)) <= 100:
+        return Budget(value, percent=float(match.group(1)))
+    raise ValueError(
+        f"--budget {text!r}: expected K (configs beyond the default, e.g. 4), P% (0 < P <= 100, "
+        "e.g. 25%) or auto"
+    )

@@ -1,0 +1,94 @@
+"""The one door from model-guided tuning into the cost model: score candidate configs with a
+checkpoint.
+
+Everything in :mod:`train.guide`, :mod:`train.replay`, the budgeted harvest and the Triton
+plug-in ranks configs through :func:`score_candidates` (which calls
+:func:`train.predict.rank_configs`), so a change in how the model ranks (validity-aware
+ranking, arch checks) reaches every tuner at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from train.checkpoint import META, WEIGHTS, Checkpoint, load_checkpoint
+from train.predict import rank_configs
+
+_ROW = "__guide_row"
+"""Input position of each candidate, carried through the ranking to restore the order."""
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A model's verdict on candidate configs, row for row with the candidates.
+
+    ``rank``: int [n], 1 = predicted fastest within its ``run_id`` group; ``predicted_ms``:
+    float [n], the model's latency estimate in ms; ``p_valid``: float [n], its probability
+    that the config runs correctly (status ok)."""
+
+    rank: np.ndarray
+    predicted_ms: np.ndarray
+    p_valid: np.ndarray
+
+
+@dataclass(frozen=True)
+class GuideModel:
+    """A loaded checkpoint with the name reasons and summaries quote."""
+
+    checkpoint: Checkpoint
+    name: str
+    """``<directory name>@<12 hex of its files' content>``: names the model without the
+    machine's paths (a dataset that quotes it stays publishable)."""
+
+    @property
+    def level(self) -> str:
+        """IR level the model reads (``ttgir`` or ``ttir``)."""
+        return self.checkpoint.level
+
+
+def model_name(directory: str | Path) -> str:
+    """``<directory name>@<hash>``: the last path component and a content hash of
+    ``checkpoint.json`` and the weights (two copies of one model share the hash)."""
+    path = Path(directory)
+    digest = hashlib.blake2b(digest_size=6)
+    for name in (META, WEIGHTS):
+        digest.update((path / name).read_bytes())
+    return f"{path.resolve().name}@{digest.hexdigest()}"
+
+
+def load_model(directory: str | Path) -> GuideModel:
+    """Load the checkpoint in ``directory`` (``OUT/checkpoint`` of ``python -m train``).
+    Raises ``FileNotFoundError`` naming the missing file, ``ValueError`` for an incompatible
+    checkpoint (the message says why)."""
+    path = Path(directory)
+    for name in (META, WEIGHTS):
+        if not (path / name).is_file():
+            raise FileNotFoundError(
+                f"{path}: no {name} there (expected a python -m train checkpoint)"
+            )
+    return GuideModel(load_checkpoint(path), model_name(path))
+
+
+def score_candidates(
+    model: GuideModel | Checkpoint,
+    candidates: pl.DataFrame,
+    ir_nodes: pl.DataFrame,
+    ir_edges: pl.DataFrame,
+    ir_graphs: pl.DataFrame | None = None,
+) -> Scores:
+    """Score every row of ``candidates`` (samples-table columns, see
+    :func:`train.predict.rank_configs`; rows grouped into runs by ``run_id``) and return the
+    verdict in the candidates' own row order."""
+    checkpoint = model.checkpoint if isinstance(model, GuideModel) else model
+    framed = candidates.with_row_index(_ROW)
+    ranked = rank_configs(checkpoint, framed, ir_nodes, ir_edges, ir_graphs).sort(_ROW)
+    return Scores(
+        rank=ranked["rank"].to_numpy().astype(np.int64),
+        predicted_ms=ranked["predicted_ms"].to_numpy().astype(np.float64),
+        p_valid=ranked["p_valid"].to_numpy().astype(np.float64),
+    )

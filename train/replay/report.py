@@ -1,0 +1,210 @@
+"""The replay's outputs: ``replay.md`` (the tables, printed), ``replay.json``, ``runs.parquet``
+(one row per seed, run and strategy) and ``regret.png``."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from train.replay.strategies import TOLERANCES, RunOutcome
+from train.replay.summary import (
+    FRACTIONS,
+    GOAL,
+    StrategyRow,
+    family_table,
+    fraction_curves,
+    mean_curves,
+    regret_at,
+    strategy_rows,
+)
+
+HOW_TO_READ = (
+    "Each held-out run is tuned by every strategy, one benchmark at a time; regret is "
+    "best found / run's best - 1 (before anything runs: the slowest valid config's). "
+    "*configs to <= x%*: benchmarks until the tuner holds a config within x% of the best "
+    "(expected value for static orders, mean of draws for adaptive ones); *vs random*: that "
+    "count at 2% over random's (goal <= 0.25); *regret @ p%*: mean regret after benchmarking "
+    "p% of a run's configs (at least 1). Figures are means over a seed's runs, then mean ± 95% "
+    "t-interval over seeds."
+)
+
+
+def _tolerance_label(tolerance: float) -> str:
+    return "= best" if tolerance == 0 else f"<= {tolerance:.0%}"
+
+
+def strategy_markdown(rows: Sequence[StrategyRow]) -> str:
+    """The per-strategy table (fixed-order tuners; ``auto`` has its own)."""
+    head = (
+        ["strategy", "runs"]
+        + [f"configs to {_tolerance_label(t)}" for t in TOLERANCES]
+        + ["vs random (2%)"]
+        + [f"regret @ {f:.0%}" for f in FRACTIONS]
+    )
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        if row.spent is not None:
+            continue
+        cells = [row.strategy, str(row.runs)]
+        cells += [row.needed[t].format(2) for t in TOLERANCES]
+        cells.append(row.vs_random.format(2) if row.vs_random else "-")
+        cells += [row.regret[f].format(1, percent=True) for f in FRACTIONS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def auto_markdown(rows: Sequence[StrategyRow]) -> str:
+    """``--budget auto``: what it spends and the regret it stops at."""
+    auto = [row for row in rows if row.spent is not None]
+    if not auto:
+        return ""
+    lines = [
+        "| strategy | runs | configs benchmarked | share of the run's configs | regret at stop |",
+        "|---|---|---|---|---|",
+    ]
+    for row in auto:
+        assert row.spent and row.spent_fraction and row.final_regret
+        lines.append(
+            f"| {row.strategy} | {row.runs} | {row.spent.format(2)} | "
+            f"{row.spent_fraction.format(1, percent=True)} | {row.final_regret.format(2, percent=True)} |"
+        )
+    return "\n".join(lines)
+
+
+def family_markdown(table: Sequence[Mapping[str, Any]], strategies: Sequence[str]) -> str:
+    """Per held-out family: mean configs to reach 2% regret, per strategy."""
+    shown = [s for s in strategies if any(row.get(s) is not None for row in table)]
+    lines = [
+        "| family | runs | " + " | ".join(shown) + " |",
+        "|" + "---|" * (len(shown) + 2),
+    ]
+    for row in table:
+        cells = [str(row["family"]), str(row["runs"])]
+        cells += ["-" if row.get(s) is None else f"{row[s]:.2f}" for s in shown]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def runs_frame(outcomes: Sequence[RunOutcome]) -> pl.DataFrame:
+    """One row per (seed, run, strategy): configs, benchmarks to each tolerance, regret at each
+    budget fraction, ``auto``'s spend."""
+    return pl.DataFrame(
+        [
+            {
+                "seed": o.seed,
+                "run_id": o.run_id,
+                "family": o.family,
+                "strategy": o.strategy,
+                "n_configs": o.n_configs,
+                **{f"configs_to_{t:g}": o.needed[t] for t in TOLERANCES},
+                **{f"regret_at_{f:g}": regret_at(o, f) for f in FRACTIONS},
+                "spent": o.spent,
+            }
+            for o in outcomes
+        ]
+    )
+
+
+def plot(outcomes: Sequence[RunOutcome], strategies: Sequence[str], path: Path) -> None:
+    """``regret.png``: mean regret vs configs benchmarked (left) and vs the share of a run's
+    configs benchmarked (right), one line per strategy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fractions = np.linspace(0.01, 1.0, 100)
+    by_count = mean_curves(outcomes, strategies)
+    by_fraction = fraction_curves(outcomes, strategies, fractions)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name, curve in by_count.items():
+        style = "--" if name in ("random", "default") else "-"
+        left.plot(np.arange(1, len(curve) + 1), 100 * curve, style, label=name)
+        right.plot(100 * fractions, 100 * by_fraction[name], style, label=name)
+    for axis in (left, right):  # linear under 0.1 %, where "found the best" is 0
+        axis.set_yscale("symlog", linthresh=0.1)
+    left.set(xlabel="configs benchmarked", ylabel="mean regret (%)")
+    right.set(xlabel="share of the run's configs benchmarked (%)")
+    left.axhline(2.0, color="grey", linewidth=0.6)
+    right.axhline(2.0, color="grey", linewidth=0.6)
+    left.legend(fontsize=8)
+    figure.suptitle("regret vs budget on held-out runs (2% line in grey)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_outputs(
+    out: Path,
+    outcomes: Sequence[RunOutcome],
+    strategies: Sequence[str],
+    meta: Mapping[str, Any],
+) -> str:
+    """Write every output into ``out`` (created) and return the markdown report."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = strategy_rows(outcomes, strategies)
+    families = family_table(outcomes, strategies)
+    markdown = render(rows, families, strategies, meta)
+    (out / "replay.md").write_text(markdown)
+    summary = {
+        "meta": dict(meta),
+        "strategies": {
+            row.strategy: {
+                "runs": row.runs,
+                "configs_to": {f"{t:g}": row.needed[t].to_dict() for t in TOLERANCES},
+                "vs_random": row.vs_random.to_dict() if row.vs_random else None,
+                "regret_at": {f"{f:g}": row.regret[f].to_dict() for f in FRACTIONS},
+                "spent": row.spent.to_dict() if row.spent else None,
+            }
+            for row in rows
+        },
+        "families": families,
+        "goal_vs_random": GOAL,
+    }
+    text = json.dumps(summary, indent=1, default=_jsonable)
+    (out / "replay.json").write_text(text.replace("NaN", "null").replace("Infinity", "null"))
+    runs_frame(outcomes).write_parquet(out / "runs.parquet")
+    plot(outcomes, strategies, out / "regret.png")
+    return markdown
+
+
+def render(
+    rows: Sequence[StrategyRow],
+    families: Sequence[Mapping[str, Any]],
+    strategies: Sequence[str],
+    meta: Mapping[str, Any],
+) -> str:
+    """The markdown report: what was replayed, the strategy table, ``auto``, per family."""
+    seeds = meta.get("seeds", [])
+    parts = [
+        "# Tuning replay",
+        "",
+        f"data `{meta.get('data')}`, model `{meta.get('model')}`, split `{meta.get('split')}`, "
+        f"seeds {', '.join(map(str, seeds))} ({meta.get('runs')} held-out runs over all seeds, "
+        f"{meta.get('configs')} configs), adaptive draws per run: {meta.get('repeats')}",
+        "",
+        HOW_TO_READ,
+        "",
+        strategy_markdown(rows),
+    ]
+    auto = auto_markdown(rows)
+    if auto:
+        parts += ["", "`--budget auto` (stops when expected improvement < "
+                  f"{meta.get('ei_threshold', 0.01):.0%}):", "", auto]  # fmt: skip
+    parts += ["", "Configs to reach 2% regret, per held-out family (pooled over seeds):", ""]
+    parts.append(family_markdown(families, strategies))
+    for note in meta.get("notes", []):
+        parts += ["", f"Note: {note}"]
+    return "\n".join(parts) + "\n"
