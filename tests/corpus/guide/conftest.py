@@ -1,6 +1,7 @@
 """Fixtures of the model-guided tuning tests: a small real cost model, trained once per session
-on a tiny interpreter harvest (python -m train, 2 epochs: the tests check what the harvest and
-the plug-in do with a model's ranking, not how good it is)."""
+on the session's demo dataset (``demo_dataset``: what ``make demo`` harvests; python -m train,
+2 epochs: the tests check what the harvest and the plug-in do with a model's ranking, not how
+good it is)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import harvest_tiny
-
-FAMILIES = ("add_broadcast", "softmax", "cumsum")
-
 
 @pytest.fixture(scope="session")
-def guide_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def guide_model(demo_dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpoint directory (``OUT/checkpoint`` of ``python -m train``)."""
     import torch
 
     from train.cli import main
 
     root = tmp_path_factory.mktemp("guide-model")
-    data = harvest_tiny(root / "dataset", FAMILIES, 4)
+    data = str(demo_dataset)
     threads = torch.get_num_threads()
     argv = ["--data", data, "--out", str(root / "out"), "--epochs", "2", "--seeds", "1",
             "--models", "gnn", "--split", "random", "--threads", "1",
