@@ -117,6 +117,7 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
     per_config_ms = 1e3 * totals.bookkeeping_s / max(totals.configs_done, 1)
     console.print(
         f"throughput {rate:.2f} configs/s; compile {totals.compile_s:.1f} s (summed over workers), "
+        f"static stats {totals.static_stats_s:.1f} s ({totals.sass_calls} nvdisasm call(s)), "
         f"benchmark {totals.bench_s:.1f} s, bookkeeping {per_config_ms:.2f} ms/config"
     )
     console.print(timing_line(totals))
