@@ -383,6 +383,10 @@ def _parse(text: str, context: Any) -> tuple[Any, str]:
 
     scratch = _scratch()
     path = scratch.ir_path
+    # A fresh file each time: truncating and rewriting the last one costs ext4 3-4 ms of
+    # block freeing and flushing (measured on a 100 KB module), a sixth of an extraction.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
     with open(path, "w") as handle:
         handle.write(text)
     capture = scratch.stderr_file
