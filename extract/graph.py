@@ -179,6 +179,7 @@ class Edge(NamedTuple):
 
 
 EDGE_FIELDS: tuple[str, ...] = Edge._fields
+_tuple_new = tuple.__new__
 
 
 @dataclass
@@ -593,16 +594,16 @@ class _GraphBuilder:
             self.edges.append(Edge(owner, node_id, EDGE_REGION, arg_index, region_position))
 
     def _data_edges(self) -> None:
+        edges, ops, value_node = self.edges, self.raw.ops, self.value_node
         for index in self.order.preorder:
             consumer = self.op_node[index]
-            for position, value in enumerate(self.raw.ops[index].operands):
-                producer = self.value_node.get(value)
+            for position, value in enumerate(ops[index].operands):
+                producer = value_node.get(value)
                 if producer is None:  # defined outside the walked module: cannot be drawn
                     LOG.debug("operand %d of node %d has no producer node", position, consumer)
                     continue
-                self.edges.append(
-                    Edge(producer[0], consumer, EDGE_DATA, position, None, producer[1])
-                )
+                # every field given: the tuple directly, without Edge.__new__'s Python frame
+                edges.append(_tuple_new(Edge, (producer[0], consumer, EDGE_DATA, position, None, producer[1])))
 
 
 def _op_node(

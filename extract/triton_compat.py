@@ -436,10 +436,14 @@ def _walk(module: Any) -> RawModule:
     ops: list[RawOp] = []
     blocks: dict[int, RawBlock] = {}
     module_op_block: list[int] = []
+    append = ops.append
 
+    # One call per binding method where a loop is not needed: this runs once per operation
+    # (a third of a 1k-op extraction), and most operations have one result and no region.
     def visit(op: Any) -> None:
         name = op.get_name()
-        regions = [op.get_region(i).id() for i in range(op.get_num_regions())]
+        count = op.get_num_regions()
+        regions = [op.get_region(i).id() for i in range(count)] if count else []
         if name == "builtin.module":
             module_op_block.extend(regions)
             return
@@ -454,17 +458,16 @@ def _walk(module: Any) -> RawModule:
                 arg_types=[str(a.get_type()) for a in args],
                 arg_locs=[str(a.get_loc()) for a in args],
             )
-        results = [op.get_result(i) for i in range(op.get_num_results())]
-        ops.append(
-            RawOp(
-                name=name,
-                operands=[op.get_operand(i).id() for i in range(op.get_num_operands())],
-                results=[r.id() for r in results],
-                result_types=[str(r.get_type()) for r in results],
-                block=block_id,
-                regions=regions,
-            )
-        )
+        count = op.get_num_results()
+        if count == 1:
+            result = op.get_result(0)
+            results, result_types = [result.id()], [str(result.get_type())]
+        else:
+            values = [op.get_result(i) for i in range(count)]
+            results, result_types = [r.id() for r in values], [str(r.get_type()) for r in values]
+        count = op.get_num_operands()
+        operands = [op.get_operand(i).id() for i in range(count)] if count else []
+        append(RawOp(name, operands, results, result_types, block_id, regions))
 
     module.walk(visit)
     top_region = module_op_block[-1] if module_op_block else -1
