@@ -205,8 +205,10 @@ class CompilePool:
     def submit(self, task: CompileTask) -> Future[CompileOutcome]:
         return self.executor.submit(self._compile, task)
 
-    def warm_up(self) -> None:
-        """Start every worker process now, in parallel, instead of on first use."""
+    def start_workers(self) -> list[Future[None]]:
+        """Start every worker process now, in parallel, instead of on first use; returns at
+        once (each future fails if its worker cannot start). Compiles submitted afterwards
+        queue behind the starts."""
         barrier = threading.Barrier(self.size)
 
         def start() -> None:
@@ -215,7 +217,11 @@ class CompilePool:
             if not worker.alive:
                 worker.start()
 
-        for future in [self.executor.submit(start) for _ in range(self.size)]:
+        return [self.executor.submit(start) for _ in range(self.size)]
+
+    def warm_up(self) -> None:
+        """Start every worker process now, in parallel, and wait until they run."""
+        for future in self.start_workers():
             future.result()
 
     def close(self) -> None:
@@ -433,6 +439,8 @@ class Harvester:
         self.bench_settings = bench_settings(execution)
         self.sass: SassBatcher | None = batcher_for_target(execution.target) if execution.static_stats else None
         self.unfilled: list[tuple[dict[str, Any], Future[Any]]] = []
+        self.starting: list[Future[None]] = []
+        """Compile workers being started (:meth:`run`)."""
         """Buffered measurement rows whose instruction columns the batcher has yet to give."""
 
     # -- compile scheduling ---------------------------------------------------------------
@@ -441,12 +449,19 @@ class Harvester:
         return CompileTask(run.family, run.dims, run.dtype, run.seed, planned.config)
 
     def _submit_run(self, run: PlannedRun) -> dict[str, Future[CompileOutcome]]:
+        self._compilers_started()
         futures = {
             p.config.id: self.pool.submit(self._task(run, p)) for p in run.configs if p.skip_reason is None
         }
         for future in futures.values():  # the batcher sees each cubin as soon as it exists
             future.add_done_callback(self._stats_when_compiled)
         return futures
+
+    def _compilers_started(self) -> None:
+        """Wait for the compile workers started by :meth:`run` (raises if one could not start:
+        a harvest whose compilers cannot run stops before its first compile)."""
+        for future in self.starting:
+            future.result()
 
     def _stats_when_compiled(self, future: Future[CompileOutcome]) -> None:
         if not future.cancelled() and future.exception() is None:
@@ -513,6 +528,7 @@ class Harvester:
                 self.on_config(Status.SKIPPED.value)
                 continue
             if compiles is None:  # naive mode: compile, then benchmark, one config at a time
+                self._compilers_started()
                 compiled = self.pool.submit(self._task(run, planned)).result()
             else:
                 compiled = compiles[config_id].result()
@@ -708,8 +724,14 @@ class Harvester:
 
     def run(self, runs: list[PlannedRun]) -> HarvestTotals:
         """Execute ``runs``; on KeyboardInterrupt, stop, kill workers and re-raise (committed
-        runs stay; the rest resume on the next invocation)."""
-        self.pool.warm_up()
+        runs stay; the rest resume on the next invocation).
+
+        Compile workers start while the lanes start their benchmark workers: the first
+        compiles wait for the former (:meth:`_compilers_started`), a lane's run setup does not."""
+        if isinstance(self.pool, CompilePool):
+            self.starting = self.pool.start_workers()
+        else:
+            self.pool.warm_up()
         scheduler: Scheduler[MeasureLane, PlannedRun, dict[str, Future[CompileOutcome]]] = Scheduler(
             self.lanes,
             self._execute_run,

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
+from corpus.harvest.workers import (
+    START_METHOD,
+    WorkerCrashed,
+    WorkerError,
+    WorkerProcess,
+    WorkerTimeout,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -90,10 +96,46 @@ def test_a_worker_killed_while_idle_is_respawned_by_the_next_call():
 def test_niceness_is_added_in_the_child_only():
     worker = WorkerProcess("t", f"{__name__}:nice_factory", None, {}, niceness=5)
     try:
-        pid, niceness, parent = worker.call("x", timeout_s=60)
-        assert (niceness, parent) == (os.nice(0) + 5, os.getpid()) and pid != os.getpid()
+        pid, niceness, _ = worker.call("x", timeout_s=60)
+        assert niceness == os.nice(0) + 5 and pid != os.getpid()
     finally:
         worker.close()
+
+
+def preload_factory(init):
+    import os
+    import sys
+    import tempfile
+
+    preloaded = "torch" in sys.modules and "triton" in sys.modules  # this module imports neither
+
+    def handle(request):
+        from corpus.harvest import selftest_kernel
+
+        return preloaded, os.getppid(), type(selftest_kernel.copy_kernel).__name__, tempfile.gettempdir()
+
+    return handle
+
+
+@pytest.mark.skipif(START_METHOD != "forkserver", reason="the fork server is Linux-only")
+def test_compile_workers_fork_from_one_preloaded_server_interpreter_workers_are_spawned(tmp_path):
+    """Imports are paid once in the server, yet each worker's environment decides what its
+    handler imports (its own TMPDIR too); a worker selecting the interpreter starts fresh, so
+    Triton's own jit helpers are interpreted as well."""
+    first = WorkerProcess("a", f"{__name__}:preload_factory", None, {"TRITON_INTERPRET": "0", "TMPDIR": str(tmp_path)})
+    second = WorkerProcess("b", f"{__name__}:preload_factory", None, {"TRITON_INTERPRET": "0"})
+    interpreted = WorkerProcess("i", f"{__name__}:preload_factory", None, {"TRITON_INTERPRET": "1"})
+    try:
+        preloaded, server, kind, scratch = first.call("x", timeout_s=120)
+        assert preloaded and server != os.getpid()
+        assert kind == "JITFunction" and scratch == str(tmp_path)
+        preloaded, same_server, _, _ = second.call("x", timeout_s=120)
+        assert preloaded and same_server == server
+        preloaded, parent, kind, _ = interpreted.call("x", timeout_s=120)
+        assert not preloaded and parent == os.getpid() and kind == "InterpretedFunction"
+    finally:
+        for worker in (first, second, interpreted):
+            worker.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
