@@ -43,6 +43,16 @@ def _shard(text: str) -> tuple[int, int] | str:
     return index, count
 
 
+def _box(text: str) -> tuple[int, int]:
+    try:
+        cores, gpus = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--estimate-for {text!r}: expected CORESxGPUS, e.g. 16x1") from None
+    if cores < 1 or gpus < 1:
+        raise argparse.ArgumentTypeError(f"--estimate-for {text!r}: need at least 1 core and 1 GPU")
+    return cores, gpus
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -76,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-static-stats", dest="static_stats", action="store_false", help="skip SASS statistics from the cubin")
     p.add_argument("--flush-every", type=float, default=15.0, help="seconds between writes of finished runs (default: 15; a crash loses at most this much finished work)")
     p.add_argument("--seed", type=int, default=0, help="seed of inputs, config sampling and benchmark order (default: 0)")
-    p.add_argument("--dry-run", action="store_true", help="print the planned runs and config counts, run nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the planned runs, config counts and estimated duration (from measured per-config costs), run nothing")
+    p.add_argument("--estimate-for", type=_box, default=None, metavar="CORESxGPUS", help="with --dry-run: also estimate the duration on such a box, e.g. 16x1 (compile side measured, GPU lanes from assumed rates)")
     p.add_argument("--allow-empty", action="store_true", help="exit 0 when the selection plans no runs (default: that is an error)")
     p.add_argument("--allow-repeat", action="store_true", help="run even while an identical harvest (same runs) is writing into the same --out; by default the second one stops")
     p.add_argument("--no-compact", dest="compact", action="store_false", help="leave the files this harvest wrote as they are (default: merge them per partition at the end)")
@@ -108,6 +119,7 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         l2_flush=args.l2_flush,
         seed=args.seed,
         dry_run=args.dry_run,
+        estimate_for=args.estimate_for,
         allow_empty=args.allow_empty,
         allow_repeat=args.allow_repeat,
         compact=args.compact,

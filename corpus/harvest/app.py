@@ -20,6 +20,7 @@ from corpus.harvest.checks import (
     probe_out,
 )
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
+from corpus.harvest.estimate import describe, estimate_harvest, launches_per_config
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
 from corpus.harvest.report import HarvestProgress, print_plan, print_summary
@@ -95,6 +96,8 @@ class HarvestConfig:
     """A selection that plans no runs is an error unless this is set."""
     allow_repeat: bool = False
     """Run even while an identical harvest is writing into the same dataset."""
+    estimate_for: tuple[int, int] | None = None
+    """With ``dry_run``: also estimate the duration on a box of (CPU cores, GPUs)."""
 
 
 class HarvestError(RuntimeError):
@@ -270,6 +273,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
     if config.dry_run:
         print_plan(console, planned, committed, facts, execution)
+        print_estimates(console, config, specs, request, todo, execution, interpreter)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out)
     console.print(
@@ -358,7 +362,54 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
         console.print(f"compacted {merged} file(s) of this harvest into {len(report.merged)}")
 
 
-def default_workers(lanes: int = 1) -> int:
-    """Compile workers: one per CPU core the ``lanes`` benchmark workers leave free, 2 to 16."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def machine_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def default_workers(lanes: int = 1, cores: int | None = None) -> int:
+    """Compile workers: one per CPU core (of this machine, or ``cores``) the ``lanes``
+    benchmark workers leave free, 2 to 16."""
+    cores = machine_cores() if cores is None else cores
     return max(2, min(16, cores - max(1, lanes)))
+
+
+def print_estimates(
+    console: Console,
+    config: HarvestConfig,
+    specs: Mapping[str, Any],
+    request: PlanRequest,
+    todo: list[PlannedRun],
+    execution: Execution,
+    interpreter: bool,
+) -> None:
+    """The dry run's duration estimates: this machine, and the ``--estimate-for`` box (planned
+    as on a GPU: no dtype left out) when asked (:mod:`corpus.harvest.estimate`)."""
+    from corpus.harvest.calibration import COSTS
+
+    def show(lines: list[str]) -> None:
+        for line in lines:
+            console.print(line, soft_wrap=True)
+
+    launches = launches_per_config(execution.warmup, execution.passes, execution.reps_per_pass)
+    here = estimate_harvest(
+        todo, devices=execution.devices, workers=execution.workers, cores=machine_cores(),
+        launches=launches, interpreter=interpreter, costs=COSTS,
+    )  # fmt: skip
+    show(describe(here, "here"))
+    if config.estimate_for is None:
+        return
+    cores, gpus = config.estimate_for
+    index, count = config.shard if isinstance(config.shard, tuple) else (0, 1)
+    runs = shard(plan_runs(specs, replace(request, excluded_dtypes=())), index, count)
+    warmup, passes, reps = GPU_TIMING
+    box = estimate_harvest(
+        runs, devices=tuple(f"cuda:{i}" for i in range(gpus)), workers=config.workers or default_workers(gpus, cores),
+        cores=cores, launches=launches_per_config(
+            config.warmup if config.warmup is not None else warmup,
+            config.passes if config.passes is not None else passes,
+            config.rep if config.rep is not None else reps,
+        ),
+        interpreter=False, costs=COSTS,
+    )  # fmt: skip
+    show(describe(box, f"on {cores} cores + {gpus} GPU(s), nothing committed"))

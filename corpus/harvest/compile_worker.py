@@ -13,6 +13,7 @@ it extracted last: configs that differ only in num_warps or num_stages share the
 
 from __future__ import annotations
 
+import resource
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -73,6 +74,17 @@ class CompileOutcome:
     """Seconds this worker spent on static stats (the parent's batched nvdisasm is extra)."""
     graphs_s: float = 0.0
     """Seconds this worker spent extracting IR graphs (cached ones cost ~0)."""
+    worker_s: float = 0.0
+    """Wall seconds of the whole request in the worker."""
+    cpu_s: float = 0.0
+    """CPU seconds of the whole request in the worker, the tools it ran (ptxas, cuobjdump)
+    included: what a config costs a core, however loaded the machine (cost estimates)."""
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process and its finished children (ptxas, the CUDA tools) have used."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _short(exc: BaseException, limit: int = 400) -> str:
@@ -95,6 +107,13 @@ class CompileHandler:
         """(level, target, IR text) -> (ir_id, Arrow tables), least recently used first."""
 
     def __call__(self, task: CompileTask) -> CompileOutcome:
+        begin, wall = cpu_seconds(), time.perf_counter()
+        outcome = self._serve(task)
+        outcome.cpu_s = cpu_seconds() - begin
+        outcome.worker_s = time.perf_counter() - wall
+        return outcome
+
+    def _serve(self, task: CompileTask) -> CompileOutcome:
         from extract.compile import compile_call
 
         spec = self.specs[task.family]

@@ -27,8 +27,9 @@ from extract.sass import InstructionStats, disassembler_arch, instruction_stats_
 
 BATCH_SIZE = 256
 """Codes that start a batch at once (~256 x 25 KB: one call of a few seconds at most)."""
-LINGER_S = 5.0
-"""How long the oldest waiting code may wait for others before its batch starts anyway."""
+LINGER_S = 10.0
+"""How long the oldest waiting code may wait for others before its batch starts anyway (rows
+that must be written sooner ask for their batch then: see :meth:`SassBatcher.wait`)."""
 CACHE_SIZE = 8192
 """Results kept by code hash (a few hundred bytes each)."""
 
