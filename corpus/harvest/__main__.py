@@ -97,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str] | None = None) -> HarvestConfig:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.estimate_for is not None and not args.dry_run:
+        parser.error("--estimate-for estimates a plan: add --dry-run")
     return HarvestConfig(
         out=args.out,
         suite=args.suite,

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from corpus.harvest.__main__ import build_parser
+from corpus.harvest.__main__ import build_parser, parse
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.estimate import (
     Costs,
@@ -91,3 +91,7 @@ def test_a_malformed_box_is_refused_at_parse_time(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args(["--dry-run", "--estimate-for", "sixteen"])
     assert exit_info.value.code == 2 and "CORESxGPUS" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        parse(["--estimate-for", "16x1"])
+    assert exit_info.value.code == 2 and "add --dry-run" in capsys.readouterr().err
+    assert parse(["--dry-run", "--estimate-for", "16X2"]).estimate_for == (16, 2)

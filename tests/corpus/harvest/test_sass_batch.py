@@ -125,3 +125,16 @@ def test_the_worker_reuses_the_graphs_of_a_repeated_ir_text() -> None:
     assert a.ttir_id == b.ttir_id and a.ttgir_id != b.ttgir_id
     assert b.graphs[b.ttir_id] is a.graphs[a.ttir_id]
     assert a.sass_code is None and a.stats == {}
+
+
+@needs_tools
+def test_a_harvest_writes_every_row_with_its_instruction_columns(reference_dataset) -> None:
+    """End to end (the session's tiny harvest): rows land with the batched columns filled."""
+    from schemas import read_table
+
+    rows = read_table(str(reference_dataset), "measurements").to_pylist()
+    compiled = [row for row in rows if row["binary_hash"]]
+    assert compiled
+    for row in compiled:
+        assert row["stats_note"] is None and row["n_regs"] and row["spill_bytes"] == 0
+        assert row["sass_instructions"] == sum(item["count"] for item in row["sass_mix"]) > 0
