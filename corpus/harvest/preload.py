@@ -6,11 +6,12 @@ Only modules whose import reads no environment a worker sets for itself: torch a
 worker modules, which import no kernel module. Importing them here saves every worker ~1.5-2 s
 of CPU. Afterwards the imported objects are frozen out of the garbage collector (``gc.freeze``):
 collections in the workers then skip the ~200k objects of these imports, and pages the workers
-share with the server stay shared.
+share with the server stay shared (workers leave by ``os._exit``, the server unfreezes at exit).
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 
 import numpy  # noqa: F401
@@ -30,3 +31,6 @@ if torch.cuda.is_initialized():  # a forked child could not use CUDA: refuse to 
     raise RuntimeError("CUDA was initialized while preloading the workers' fork server")
 
 gc.freeze()
+# Unfrozen again at exit, so the objects are finalized as usual: nanobind (Triton's bindings)
+# would otherwise report every frozen instance as a leak on the harvest's terminal.
+atexit.register(gc.unfreeze)
