@@ -439,9 +439,9 @@ class Harvester:
         self.bench_settings = bench_settings(execution)
         self.sass: SassBatcher | None = batcher_for_target(execution.target) if execution.static_stats else None
         self.unfilled: list[tuple[dict[str, Any], Future[Any]]] = []
+        """Buffered measurement rows whose instruction columns the batcher has yet to give."""
         self.starting: list[Future[None]] = []
         """Compile workers being started (:meth:`run`)."""
-        """Buffered measurement rows whose instruction columns the batcher has yet to give."""
 
     # -- compile scheduling ---------------------------------------------------------------
 
