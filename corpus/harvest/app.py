@@ -34,6 +34,7 @@ from corpus.harvest.runner import (
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environment
 from corpus.harvest.timing import l2_flush_bytes
+from corpus.harvest.workers import start_fork_server
 from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
 from schemas.card import write_card
 from schemas.compact import compact
@@ -253,6 +254,8 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         return harvest_on_ray(config, console)
     index, count = resolve_shard(config.shard, settings)  # a bad environment stops us first
     config = replace(config, shard=(index, count))
+    if not config.dry_run:
+        start_fork_server()  # the workers' imports overlap ours (the suite's torch, Triton's key)
     specs = load_families(config.suite, config.families)  # bad input is refused before any work
     check_dtypes(config.dtypes, specs)
     devices = resolve_devices(config.device)

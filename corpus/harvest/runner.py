@@ -18,6 +18,7 @@ sticky CUDA error, a failed probe or an error of unknown cause replaces the work
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -252,6 +253,8 @@ class Worker(Protocol):
 
     def call(self, request: Any, timeout_s: float) -> Any: ...
 
+    def start(self) -> None: ...
+
     def kill(self) -> None: ...
 
     def close(self) -> None: ...
@@ -295,6 +298,14 @@ class MeasureLane:
         """Runs set up by the current worker process."""
         self.replaced: list[str] = []
         """Why each worker was replaced, in order (the summary and tests read it)."""
+
+    def start(self) -> None:
+        """Start the benchmark worker now: the lane's thread calls this before it takes a run,
+        so the worker starts while the compile workers do. A worker that cannot start here is
+        started again, and its failure reported, by the first run's setup."""
+        if self.worker.pid is None:
+            with contextlib.suppress(WorkerTimeout, WorkerCrashed, WorkerError):
+                self.worker.start()
 
     def setup(self, setup: RunSetup) -> str | None:
         """Build ``setup``'s inputs and reference on the worker (recycling it first when due);
@@ -739,6 +750,7 @@ class Harvester:
             pipeline=self.execution.pipeline,
             lookahead=self.execution.lookahead,
             stop=self.stop,
+            prepare=MeasureLane.start,
         )
         try:
             scheduler.run(runs)

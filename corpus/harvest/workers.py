@@ -7,16 +7,14 @@ died while idle (e.g. the OOM killer) is respawned by the next request. On Linux
 the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``), so a killed harvest leaves
 no orphans.
 
-Children are forked from a fork server (multiprocessing's ``forkserver``) that imported torch,
-Triton and the workers' own modules once (:data:`PRELOAD`): a worker starts in ~0.1 s of CPU
-instead of the ~1.5-2 s a fresh interpreter spends importing them, so a harvest pays the imports
-once, not once per compile worker, GPU benchmark worker and respawn. The fork server never
-initializes CUDA and never imports a kernel module, and each child applies its environment
-before its handler imports anything else. A worker whose environment selects Triton's
-interpreter is spawned instead: ``@triton.jit`` chooses compiler or interpreter when it
-decorates, and ``triton.language`` decorates its own helpers (``tl.sum``, ``tl.max``...) when it
-is imported, so they must be imported with the interpreter selected. The server exits when the
-harvest process does; its children then die with it (see :func:`die_with_parent`).
+Children are forked from a fork server (multiprocessing's ``forkserver``) that imported torch
+and the other heavy, setting-independent modules once (:data:`PRELOAD`, see
+:mod:`corpus.harvest.preload`): a worker starts in ~0.2 s of CPU instead of the ~1.5-2 s a
+fresh interpreter spends importing them, so a harvest pays the imports once, not once per
+compile worker, benchmark worker and respawn. The server never imports Triton nor initializes
+CUDA; each child applies its environment (``TRITON_INTERPRET``, cache directory, TMPDIR) before
+its handler imports Triton or any kernel. The server exits when the harvest process does; its
+children then die with it (see :func:`die_with_parent`).
 """
 
 from __future__ import annotations
@@ -34,8 +32,6 @@ import warnings
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
-
-from corpus.harvest.settings import interpreter_selected
 
 Handler = Callable[[Any], Any]
 
@@ -66,17 +62,24 @@ START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
 _context_lock = threading.Lock()
 
 
-def worker_context(environment: Mapping[str, str]) -> mp.context.BaseContext:
-    """The multiprocessing context a worker with ``environment`` starts in: ``spawn`` when it
-    selects Triton's interpreter, else :data:`START_METHOD`, whose fork server preloads
-    :data:`PRELOAD` (effective when this process has not started a fork server yet)."""
-    if interpreter_selected(environment):
-        return mp.get_context("spawn")
+def worker_context() -> mp.context.BaseContext:
+    """The multiprocessing context workers start in (:data:`START_METHOD`), its fork server
+    set to preload :data:`PRELOAD` (effective when this process has not started one yet)."""
     context = mp.get_context(START_METHOD)
     if START_METHOD == "forkserver":
         with _context_lock:
             context.set_forkserver_preload(list(PRELOAD))
     return context
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, so its imports overlap this process's own (the harvest calls
+    this before it loads the suite); later workers fork from it at once. No-op without one."""
+    if START_METHOD == "forkserver":
+        from multiprocessing import forkserver
+
+        worker_context()
+        forkserver.ensure_running()
 
 
 def die_with_parent(owner_pid: int) -> None:
@@ -187,7 +190,7 @@ class WorkerProcess:
         self._connection: Connection | None = None
 
     def start(self) -> None:
-        context = worker_context(self.environment)
+        context = worker_context()
         parent, child = context.Pipe()
         process = context.Process(
             target=_serve,
