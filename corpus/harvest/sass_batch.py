@@ -19,11 +19,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from extract.compile import parse_target
 from extract.locations import publishable_message
-from extract.sass import InstructionStats, disassembler_arch, instruction_stats_many, mix_column
+
+if TYPE_CHECKING:
+    from extract.sass import InstructionStats
+
+# extract.sass and extract.compile import Triton: imported where used, so importing the harvest
+# does not (corpus.record must select Triton's interpreter before Triton is first imported).
 
 BATCH_SIZE = 256
 """Codes that start a batch at once (~256 x 25 KB: one call of a few seconds at most)."""
@@ -133,6 +137,8 @@ class SassBatcher:
             self._run(batch, futures)
 
     def _run(self, batch: dict[str, bytes], futures: dict[str, Future[InstructionStats]]) -> None:
+        from extract.sass import InstructionStats, instruction_stats_many
+
         begin = time.perf_counter()
         try:
             results = instruction_stats_many(batch, self.arch, tools_dir=self.tools_dir)
@@ -149,6 +155,9 @@ class SassBatcher:
 def batcher_for_target(target: str, **options: Any) -> SassBatcher | None:
     """A batcher for cubins compiled for ``target`` ('sm_90', 'cuda:90'); None for targets
     that produce no cubin (HIP)."""
+    from extract.compile import parse_target
+    from extract.sass import disassembler_arch
+
     resolved = parse_target(target)
     if resolved.backend != "cuda":
         return None
@@ -158,6 +167,8 @@ def batcher_for_target(target: str, **options: Any) -> SassBatcher | None:
 def fill_row(row: dict[str, Any], listed: InstructionStats) -> None:
     """Put ``listed`` into a ``measurements`` row built from a compile outcome whose
     ``stats`` lacked the instruction columns; its note joins the row's (made publishable)."""
+    from extract.sass import mix_column
+
     row["spill_bytes"] = listed.spill_bytes
     row["sass_instructions"] = listed.instructions
     row["sass_mix"] = mix_column(listed.mix)

@@ -138,3 +138,13 @@ def test_a_harvest_writes_every_row_with_its_instruction_columns(reference_datas
     for row in compiled:
         assert row["stats_note"] is None and row["n_regs"] and row["spill_bytes"] == 0
         assert row["sass_instructions"] == sum(item["count"] for item in row["sass_mix"]) > 0
+
+
+def test_importing_the_harvest_does_not_import_triton() -> None:
+    """corpus.record selects Triton's interpreter after importing the harvest's modules, so
+    those must leave Triton unimported (the batcher imports the extract modules when used)."""
+    import subprocess
+    import sys
+
+    code = "import sys, corpus.harvest.runner, corpus.record.app; sys.exit('triton' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
