@@ -25,7 +25,7 @@ import logging
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from extract import irtext, triton_compat
 from schemas.identity import canonical_json, ir_id
@@ -164,9 +164,11 @@ class Node:
 NODE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Node))
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """One edge. ``result_index`` (data edges) is which result of the producer is used."""
+class Edge(NamedTuple):
+    """One edge. ``result_index`` (data edges) is which result of the producer is used.
+
+    Immutable and hashable; a named tuple rather than a frozen dataclass because a 1k-op
+    graph makes ~3k of them and a frozen dataclass costs ~4x as much to build."""
 
     src: int
     dst: int
@@ -176,7 +178,8 @@ class Edge:
     result_index: int | None = None
 
 
-EDGE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Edge))
+EDGE_FIELDS: tuple[str, ...] = Edge._fields
+_tuple_new = tuple.__new__
 
 
 @dataclass
@@ -520,6 +523,8 @@ class _GraphBuilder:
         self.op_node[index] = node_id
         for result_index, value in enumerate(raw_op.results):
             self.value_node[value] = (node_id, result_index)
+        if not raw_op.regions:  # most ops: nothing nested
+            return node_id
         arg_texts: list[tuple[dict[str, str], str | None]] = []
         if raw_op.name.endswith(".func") and text_op is not None:
             self._note_function(text_op.text)
@@ -589,16 +594,16 @@ class _GraphBuilder:
             self.edges.append(Edge(owner, node_id, EDGE_REGION, arg_index, region_position))
 
     def _data_edges(self) -> None:
+        edges, ops, value_node = self.edges, self.raw.ops, self.value_node
         for index in self.order.preorder:
             consumer = self.op_node[index]
-            for position, value in enumerate(self.raw.ops[index].operands):
-                producer = self.value_node.get(value)
+            for position, value in enumerate(ops[index].operands):
+                producer = value_node.get(value)
                 if producer is None:  # defined outside the walked module: cannot be drawn
                     LOG.debug("operand %d of node %d has no producer node", position, consumer)
                     continue
-                self.edges.append(
-                    Edge(producer[0], consumer, EDGE_DATA, position, None, producer[1])
-                )
+                # every field given: the tuple directly, without Edge.__new__'s Python frame
+                edges.append(_tuple_new(Edge, (producer[0], consumer, EDGE_DATA, position, None, producer[1])))
 
 
 def _op_node(
@@ -611,7 +616,8 @@ def _op_node(
     resolver: irtext.LocationResolver,
 ) -> Node:
     name = raw_op.name
-    node = Node(
+    result_types = raw_op.result_types
+    node = Node(  # every field up to the type's in one call: the hot path of extraction
         node_id,
         NODE_OP,
         name,
@@ -620,11 +626,10 @@ def _op_node(
         region_index,
         None,
         depth,
-        num_operands=len(raw_op.operands),
-        num_results=len(raw_op.results),
+        len(raw_op.operands),
+        len(raw_op.results),
+        *(_type_values(result_types[0]) if result_types else _NO_TYPE),
     )
-    if raw_op.result_types:
-        _set_type(node, raw_op.result_types[0])
     if text_op is not None:
         _set_text_features(node, name, text_op.text, resolver)
     return node
@@ -648,6 +653,8 @@ _TYPE_FIELDS = (
     "swizzle_max_phase",
 )
 _type_values_cache: dict[str, tuple[Any, ...]] = {}
+_NO_TYPE: tuple[None, ...] = (None,) * len(_TYPE_FIELDS)
+assert NODE_FIELDS[10 : 10 + len(_TYPE_FIELDS)] == _TYPE_FIELDS, "Node's type fields follow num_results"
 
 
 def _type_values(type_text: str) -> tuple[Any, ...]:
@@ -723,7 +730,8 @@ def _inline_words(name: str, text: str) -> str:
 
 
 def _set_text_features(node: Node, name: str, text: str, resolver: irtext.LocationResolver) -> None:
-    _set_loc(node, resolver.resolve(irtext.op_location(text)))
+    loc = resolver.resolve(irtext.op_location(text))
+    node.loc_line, node.loc_col, node.var_name = loc.line, loc.col, loc.name
     attrs = irtext.op_attributes(name, text)
     inline = "" if name.endswith(".func") else _inline_words(name, text)
     if name in ("arith.cmpi", "arith.cmpf"):
@@ -746,7 +754,7 @@ def _set_text_features(node: Node, name: str, text: str, resolver: irtext.Locati
     if "inputPrecision" in text:
         node.input_precision = _enum_text(_PRECISION_RE.search(text), _INPUT_PRECISIONS)
     _set_integer_attributes(node, attrs)
-    remaining = {k: v for k, v in attrs.items() if k not in _CONSUMED_ATTRS}
+    remaining = {k: v for k, v in attrs.items() if k not in _CONSUMED_ATTRS} if attrs else {}
     if name.endswith(".func") or name == "tt.call":
         symbol = _SYMBOL_RE.search(text)
         if symbol:
@@ -760,6 +768,8 @@ def _set_text_features(node: Node, name: str, text: str, resolver: irtext.Locati
 def _set_integer_attributes(node: Node, attrs: dict[str, str]) -> None:
     """Typed copies of integer attributes (``attrs_json`` keeps them too): models should not
     have to parse ``"16 : i32"`` out of JSON text."""
+    if not attrs:
+        return
     for column, candidates in IR_NODE_INTEGER_ATTRIBUTES.items():
         for attribute in candidates:
             if attribute.name in attrs and (not attribute.ops or node.op_name in attribute.ops):

@@ -6,7 +6,10 @@
   harvests of each run in A); ``repro --harvest [--with-load]`` first harvests one tiny plan
   twice into a temporary directory (see corpus/bench/repro.py);
 - ``cluster``: tail idle time of static shards vs dynamic scheduling on a local Ray cluster,
-  simulated with sleeping lanes (see corpus/bench/cluster.py; needs ``kernel-corpus[ray]``).
+  simulated with sleeping lanes (see corpus/bench/cluster.py; needs ``kernel-corpus[ray]``);
+- ``calibrate``: measure the per-config compile, static-stats and interpreter-lane costs behind
+  the dry run's duration estimates and write corpus/harvest/calibration.py (see
+  corpus/bench/calibrate.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
+from corpus.bench.calibrate import CalibrateConfig, calibrate
 from corpus.bench.cluster import ClusterBenchConfig, bench_cluster
 from corpus.bench.harvest import HarvestBenchConfig, bench_harvest
 from corpus.bench.repro import describe, reproducibility
@@ -43,7 +47,7 @@ class ReproDatasets:
     b: str | None
 
 
-BenchCommand = HarvestBenchConfig | ReproDatasets | ReproHarvestConfig | ClusterBenchConfig
+BenchCommand = HarvestBenchConfig | ReproDatasets | ReproHarvestConfig | ClusterBenchConfig | CalibrateConfig
 
 
 def _families(text: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -88,7 +92,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--timing-rounds",
         type=positive_int,
         default=2,
-        help="alternating sequential/interleaved harvests per mode (default: 2)",
+        help="alternating sequential/interleaved harvests per mode (default: 2; 0: skip)",
+    )
+    harvest.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of each comparison, sides alternating; medians reported (default: 3)",
+    )
+    harvest.add_argument(
+        "--no-autotune",
+        dest="autotune",
+        action="store_false",
+        help="skip the comparison with plain triton.autotune",
     )
     repro = sub.add_parser(
         "repro", help="per-run Kendall tau of two harvests' latencies; spread of repeated configs"
@@ -165,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument(
         "--address", default="local", help="Ray address (default: local, start one here)"
     )
+    calibrate_parser = sub.add_parser(
+        "calibrate",
+        help="measure per-config costs for the dry run's estimates; writes corpus/harvest/calibration.py",
+    )
+    calibrate_parser.add_argument("--families", default="", help="families to measure, comma-separated (default: all)")
+    calibrate_parser.add_argument("--compile-configs", type=int, default=3, help="configs compiled per family (default: 3)")
+    calibrate_parser.add_argument("--lane-configs", type=int, default=2, help="configs per run of the tiny interpreter harvest (default: 2)")
+    calibrate_parser.add_argument("--scale", default="default", help="scale whose shapes the compiles use (default: default)")
+    calibrate_parser.add_argument("--workers", type=int, default=2, help="compile workers (default: 2)")
+    calibrate_parser.add_argument("--out", default=None, help="write the calibration module here instead of the package's")
     return parser
 
 
@@ -172,6 +198,8 @@ def parse(argv: list[str] | None = None) -> BenchCommand:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "harvest":
+        if args.rounds < 1 or args.timing_rounds < 0 or args.workers < 1:
+            parser.error("harvest: need --rounds >= 1, --timing-rounds >= 0 and --workers >= 1")
         return HarvestBenchConfig(
             _families(args.families),
             args.max_configs,
@@ -180,6 +208,14 @@ def parse(argv: list[str] | None = None) -> BenchCommand:
             args.target,
             timing_only=args.timing_only,
             timing_rounds=args.timing_rounds,
+            rounds=args.rounds,
+            autotune=args.autotune,
+        )
+    if args.command == "calibrate":
+        if args.compile_configs < 1 or args.lane_configs < 1 or args.workers < 1:
+            parser.error("calibrate: --compile-configs, --lane-configs and --workers must be at least 1")
+        return CalibrateConfig(
+            _families(args.families), args.compile_configs, args.lane_configs, args.scale, args.workers, out=args.out
         )
     if args.command == "cluster":
         if args.lanes < 1 or args.work_s <= 0 or args.noise < 0:
@@ -214,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if isinstance(command, HarvestBenchConfig):
             bench_harvest(command, read_settings(), console)
+        elif isinstance(command, CalibrateConfig):
+            calibrate(command, read_settings(), console)
         elif isinstance(command, ClusterBenchConfig):
             bench_cluster(command, console)
         elif isinstance(command, ReproHarvestConfig):

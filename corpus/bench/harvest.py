@@ -1,30 +1,53 @@
-"""Harvest throughput: naive compile-then-benchmark loop vs the pipeline, sequential vs
-interleaved timing, and compile scaling.
+"""Harvest throughput (``python -m corpus.bench harvest``): the pipeline against a naive
+compile-then-benchmark loop, compile scaling over workers, the static-stats share of
+compile-worker time, the harvest against plain ``triton.autotune`` on the same configs, and
+sequential vs interleaved timing.
 
-Every harvest pass runs the same plan into a fresh dataset; compile workers always compile
-(``always_compile``), so no pass profits from another's compiles. The naive pass is what
-Triton's autotuner does: one compiler, and each config is compiled and then benchmarked before
-the next starts. The pipeline pass compiles ahead on ``workers`` processes while the benchmark
-worker runs. The timing comparison runs the pipeline with the version-1 schedule (each config
-timed in one go right after its check) and with interleaved passes, the same reps in total,
-alternating the two so the machine's drifting load falls on both alike.
+Made for a shared machine: every comparison runs its two sides in the same invocation,
+alternating their order round by round (``--rounds``) so drifting load falls on both alike, and
+reports the median of the per-round ratios with their range; the load average is printed with
+every figure. Every harvest pass runs the same plan into a fresh dataset with Triton's cache
+bypassed (``always_compile``), so no pass profits from another's compiles.
+
+- naive: what Triton's autotuner does, one compiler and each config compiled and then
+  benchmarked before the next starts; pipeline: ``--workers`` compile processes running ahead
+  of the benchmark lane;
+- compile scaling: the same compile tasks on 1 and on ``--workers`` started processes; the
+  static-stats share is (cuobjdump in the workers + one batched nvdisasm over their cubins) over
+  (the workers' request time + that nvdisasm), from the same tasks;
+- autotune: the plan's runs, each autotuned with ``triton.autotune`` on the interpreter in an
+  already started process, over the same configs with the same launches (1 check + the
+  harvest's timed reps, thread CPU time): in-process seconds per config against the pipeline
+  pass's (which also compiles for the IR target, extracts IR graphs and static stats, checks
+  every config against its reference and writes the dataset).
 """
 
 from __future__ import annotations
 
+import os
+import statistics
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
 
-from corpus.harvest.app import HarvestConfig, run_harvest
-from corpus.harvest.compile_worker import CompileInit, CompileTask
+from corpus.bench.autotune import FACTORY as AUTOTUNE_FACTORY
+from corpus.bench.autotune import AutotuneTask
+from corpus.harvest.app import INTERPRETER_TIMING, HarvestConfig, plan_request, run_harvest
+from corpus.harvest.compile_worker import CompileInit, CompileOutcome, CompileTask
+from corpus.harvest.plan import plan_runs
 from corpus.harvest.runner import COMPILE_FACTORY
 from corpus.harvest.settings import Settings, worker_environment
 from corpus.harvest.workers import WorkerProcess
 from corpus.suite.registry import load_suite, select
+from extract.compile import parse_target
+from extract.sass import disassembler_arch, instruction_stats_many
+
+SUITE = ("corpus.suite.kernels",)
 
 
 @dataclass(frozen=True)
@@ -38,7 +61,11 @@ class HarvestBenchConfig:
     """Only the sequential vs interleaved timing comparison."""
     timing_rounds: int = 2
     """Harvests per timing schedule, alternated (seq, inter, inter, seq, ...) so drift in the
-    machine's load falls on both alike."""
+    machine's load falls on both alike (0: skip the timing comparison)."""
+    rounds: int = 3
+    """Rounds of each comparison (naive/pipeline, 1/N compile workers, harvest/autotune)."""
+    autotune: bool = True
+    """Compare with plain ``triton.autotune`` on the interpreter."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +75,32 @@ class PassResult:
     compile_s: float
     bench_s: float
     bookkeeping_ms_per_config: float
+    static_stats_s: float = 0.0
+
+
+def load_text() -> str:
+    """The load average, as ``uptime`` prints it."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def ratio_text(ratios: Sequence[float]) -> str:
+    """Median of per-round ratios with their range."""
+    if len(ratios) == 1:
+        return f"{ratios[0]:.2f}x (1 round)"
+    return f"{statistics.median(ratios):.2f}x (median of {len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def alternate(rounds: int, sides: Sequence[Callable[[int], object]]) -> list[list[object]]:
+    """Run each side once per round, the order reversed every other round; results per side."""
+    results: list[list[object]] = [[] for _ in sides]
+    for round_ in range(rounds):
+        order = list(range(len(sides)))
+        if round_ % 2:
+            order.reverse()
+        for index in order:
+            results[index].append(sides[index](round_))
+    return results
 
 
 def _harvest_pass(base: HarvestConfig, settings: Settings, quiet: Console) -> PassResult:
@@ -62,11 +115,12 @@ def _harvest_pass(base: HarvestConfig, settings: Settings, quiet: Console) -> Pa
         totals.compile_s,
         totals.bench_s,
         1e3 * totals.bookkeeping_s / totals.configs_done,
+        totals.static_stats_s,
     )
 
 
 def _compile_tasks(config: HarvestBenchConfig) -> list[CompileTask]:
-    specs = select(load_suite(("corpus.suite.kernels",)), config.families)
+    specs = select(load_suite(SUITE), config.families)
     tasks = []
     for spec in specs.values():
         dims = spec.shapes_for("tiny")[0]
@@ -76,72 +130,151 @@ def _compile_tasks(config: HarvestBenchConfig) -> list[CompileTask]:
     return tasks[: config.compile_tasks]
 
 
-def compile_wall_s(config: HarvestBenchConfig, settings: Settings, workers: int) -> float:
-    """Wall time to compile the task list on ``workers`` already-started processes."""
-    from concurrent.futures import ThreadPoolExecutor
+@dataclass(frozen=True)
+class CompilePass:
+    """Wall seconds to compile the task list on started workers, and the outcomes."""
 
+    seconds: float
+    outcomes: list[CompileOutcome]
+
+
+def compile_pass(config: HarvestBenchConfig, settings: Settings, workers: int) -> CompilePass:
+    """Compile the task list on ``workers`` already-started processes."""
     tasks = _compile_tasks(config)
-    environment = worker_environment(
-        settings, interpret=False, cache_dir=tempfile.mkdtemp(prefix="bench-cache-")
+    environment = worker_environment(settings, interpret=False, cache_dir=tempfile.mkdtemp(prefix="bench-cache-"))
+    init = CompileInit(SUITE, config.target, static_stats=True)
+    processes = [WorkerProcess(f"bench-compile-{i}", COMPILE_FACTORY, init, environment) for i in range(workers)]
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda p: p.start(), processes))
+            start = time.perf_counter()
+            chunks = [tasks[i::workers] for i in range(workers)]
+            done = list(pool.map(lambda pc: [pc[0].call(t, 600) for t in pc[1]], zip(processes, chunks)))
+            elapsed = time.perf_counter() - start
+    finally:
+        for process in processes:
+            process.close()
+    return CompilePass(elapsed, [outcome for chunk in done for outcome in chunk])
+
+
+def static_share(result: CompilePass, target: str) -> tuple[float, float]:
+    """(share of static stats in compile-worker time, seconds of the batched nvdisasm)."""
+    codes = {str(i): o.sass_code for i, o in enumerate(result.outcomes) if o.sass_code}
+    begin = time.perf_counter()
+    if codes:
+        instruction_stats_many(codes, disassembler_arch(int(parse_target(target).arch)))
+    batch_s = time.perf_counter() - begin
+    stats = sum(o.stats_s for o in result.outcomes) + batch_s
+    worker = sum(o.worker_s for o in result.outcomes) + batch_s
+    return (stats / worker if worker else 0.0), batch_s
+
+
+def autotune_seconds(config: HarvestBenchConfig, base: HarvestConfig, worker: WorkerProcess) -> tuple[float, int]:
+    """In-process seconds of plain ``triton.autotune`` over the plan's runs, and their configs."""
+    specs = select(load_suite(SUITE), config.families)
+    request = plan_request(base, True, "interpreter", {"bench": "autotune"}, config.target)
+    _, passes, reps = INTERPRETER_TIMING
+    seconds = configs = 0
+    for run in plan_runs(specs, request):
+        chosen = tuple(p.config for p in run.configs if p.skip_reason is None)
+        if chosen:
+            seconds += worker.call(AutotuneTask(run.family, run.dims, run.dtype, run.seed, chosen, passes * reps), 600)
+            configs += len(chosen)
+    return seconds, configs
+
+
+def bench_pipeline(config: HarvestBenchConfig, base: HarvestConfig, settings: Settings, root: Path, console: Console) -> list[PassResult]:
+    """Naive vs pipeline, alternating; returns the pipeline passes."""
+    quiet = Console(file=open(os.devnull, "w"), width=120)  # noqa: SIM115 - lives for the process
+
+    def naive(round_: int) -> PassResult:
+        return _harvest_pass(replace(base, out=str(root / f"naive-{round_}")), settings, quiet)
+
+    def piped(round_: int) -> PassResult:
+        run = replace(base, out=str(root / f"pipeline-{round_}"), workers=config.workers, pipeline=True)
+        return _harvest_pass(run, settings, quiet)
+
+    naive_passes, piped_passes = alternate(config.rounds, [naive, piped])
+    for label, passes in (
+        ("naive loop (1 compiler, compile then bench)", naive_passes),
+        (f"pipeline ({config.workers} compile workers)", piped_passes),
+    ):
+        seconds = statistics.median(p.seconds for p in passes)
+        result = passes[0]
+        console.print(
+            f"{label:<46} median {seconds:6.1f} s  {result.configs / seconds:5.2f} configs/s  "
+            f"compile {statistics.median(p.compile_s for p in passes):6.1f} s  bench {statistics.median(p.bench_s for p in passes):6.1f} s  "
+            f"static stats {statistics.median(p.static_stats_s for p in passes):5.1f} s"
+        )
+    speedups = [n.seconds / p.seconds for n, p in zip(naive_passes, piped_passes)]
+    console.print(f"[bold]pipeline speed-up over naive loop: {ratio_text(speedups)}[/] (target >= 1.5x); {load_text()}")
+    busy = [100 * p.bench_s / p.seconds for p in piped_passes]
+    console.print(f"benchmark lane busy {statistics.median(busy):.0f}% of the pipeline pass (interpreter)")
+    return piped_passes
+
+
+def bench_compile(config: HarvestBenchConfig, settings: Settings, console: Console) -> None:
+    one, many = alternate(config.rounds, [lambda _: compile_pass(config, settings, 1), lambda _: compile_pass(config, settings, config.workers)])
+    ratios = [a.seconds / b.seconds for a, b in zip(one, many)]
+    console.print(
+        f"compile scaling on {config.compile_tasks} configs ({config.target}): 1 worker {statistics.median(p.seconds for p in one):.1f} s, "
+        f"{config.workers} workers {statistics.median(p.seconds for p in many):.1f} s -> [bold]{ratio_text(ratios)}[/] "
+        f"(target >= 1.7x on 2 workers); {load_text()}"
     )
-    init = CompileInit(("corpus.suite.kernels",), config.target, static_stats=True)
-    processes = [
-        WorkerProcess(f"bench-compile-{i}", COMPILE_FACTORY, init, environment)
-        for i in range(workers)
-    ]
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda p: p.start(), processes))
-        start = time.perf_counter()
-        chunks = [tasks[i::workers] for i in range(workers)]
-        list(pool.map(lambda pc: [pc[0].call(t, 600) for t in pc[1]], zip(processes, chunks)))
-        elapsed = time.perf_counter() - start
-    for process in processes:
-        process.close()
-    return elapsed
+    shares = [static_share(result, config.target) for result in many]
+    console.print(
+        f"[bold]static stats share of compile-worker time: {100 * statistics.median(s for s, _ in shares):.1f}%[/] "
+        f"(target <= 10%; cuobjdump per config + one nvdisasm per {len(many[0].outcomes)} cubins, "
+        f"{statistics.median(b for _, b in shares):.2f} s); {load_text()}"
+    )
 
 
-def bench_timing(
-    config: HarvestBenchConfig,
-    base: HarvestConfig,
-    settings: Settings,
-    root: Path,
-    console: Console,
-) -> float:
+def bench_autotune(config: HarvestBenchConfig, base: HarvestConfig, settings: Settings, piped: list[PassResult], console: Console) -> None:
+    environment = worker_environment(settings, interpret=True, cache_dir=tempfile.mkdtemp(prefix="bench-autotune-"))
+    worker = WorkerProcess("bench-autotune", AUTOTUNE_FACTORY, SUITE, environment)
+    try:
+        worker.start()
+        runs = [autotune_seconds(config, base, worker) for _ in range(config.rounds)]
+    finally:
+        worker.close()
+    autotune_per_config = statistics.median(seconds / configs for seconds, configs in runs)
+    harvest_per_config = [p.seconds / p.configs for p in piped]
+    ratios = [h / autotune_per_config for h in harvest_per_config]
+    console.print(
+        f"plain triton.autotune on the same configs (interpreter, in process): {1e3 * autotune_per_config:.0f} ms/config; "
+        f"harvest pipeline {1e3 * statistics.median(harvest_per_config):.0f} ms/config with IR and stats for {config.target}"
+    )
+    console.print(f"[bold]harvest / autotune per config: {ratio_text(ratios)}[/] (target <= 4x); {load_text()}")
+
+
+def bench_timing(config: HarvestBenchConfig, base: HarvestConfig, settings: Settings, root: Path, console: Console) -> float:
     """Sequential (version-1) vs interleaved timing on one plan with the same reps in total;
     prints both and returns the throughput ratio interleaved / sequential."""
-    quiet = Console(file=open("/dev/null", "w"), width=120)  # noqa: SIM115 - lives for the process
+    quiet = Console(file=open(os.devnull, "w"), width=120)  # noqa: SIM115 - lives for the process
     modes = {"sequential": False, "interleaved": True}
-    results: dict[str, list[PassResult]] = {mode: [] for mode in modes}
-    order = [
-        mode
-        for round_ in range(config.timing_rounds)
-        for mode in (list(modes) if round_ % 2 == 0 else list(modes)[::-1])
-    ]
-    for index, mode in enumerate(order):
-        run = replace(
-            base,
-            out=str(root / f"{mode}-{index}"),
-            pipeline=True,
-            workers=config.workers,
-            interleave=modes[mode],
-        )
-        results[mode].append(_harvest_pass(run, settings, quiet))
+
+    def side(mode: str) -> Callable[[int], PassResult]:
+        def run(round_: int) -> PassResult:
+            harvest = replace(base, out=str(root / f"{mode}-{round_}"), pipeline=True, workers=config.workers, interleave=modes[mode])
+            return _harvest_pass(harvest, settings, quiet)
+
+        return run
+
+    sequential, interleaved = alternate(config.timing_rounds, [side("sequential"), side("interleaved")])
     rates = {}
-    for mode, passes in results.items():
+    for mode, passes in (("sequential", sequential), ("interleaved", interleaved)):
         seconds = sum(p.seconds for p in passes)
-        configs = sum(p.configs for p in passes)
-        rates[mode] = configs / seconds
+        rates[mode] = sum(p.configs for p in passes) / seconds
         bench = sum(p.bench_s for p in passes)
         console.print(
             f"{mode + ' timing':<46} {seconds:7.1f} s  {rates[mode]:5.2f} configs/s  bench {bench:6.1f} s  ({len(passes)} harvest(s))"
         )
     ratio = rates["interleaved"] / rates["sequential"]
-    console.print(f"[bold]interleaved / sequential throughput: {ratio:.3f}[/] (target >= 0.90)")
+    console.print(f"[bold]interleaved / sequential throughput: {ratio:.3f}[/] (target >= 0.90); {load_text()}")
     return ratio
 
 
 def bench_harvest(config: HarvestBenchConfig, settings: Settings, console: Console) -> None:
-    quiet = Console(file=open("/dev/null", "w"), width=120)  # noqa: SIM115 - lives for the process
     root = Path(tempfile.mkdtemp(prefix="harvest-bench-"))
     base = HarvestConfig(
         out=str(root / "naive"),
@@ -157,35 +290,15 @@ def bench_harvest(config: HarvestBenchConfig, settings: Settings, console: Conso
     )
     fresh = replace(settings, triton_cache_dir=None)
     console.print(
-        f"workload: families {', '.join(config.families)}, tiny scale, float32, {config.max_configs} configs/run, interpreter"
+        f"workload: families {', '.join(config.families)}, tiny scale, float32, {config.max_configs} configs/run, "
+        f"interpreter, {config.rounds} round(s); {os.cpu_count()} cores, {load_text()}"
     )
     if config.timing_only:
         bench_timing(config, base, fresh, root, console)
         return
-    naive = _harvest_pass(base, fresh, quiet)
-    piped = _harvest_pass(
-        replace(base, out=str(root / "pipeline"), workers=config.workers, pipeline=True),
-        fresh,
-        quiet,
-    )
-    for label, result in (
-        ("naive loop (1 compiler, compile then bench)", naive),
-        (f"pipeline ({config.workers} compile workers)", piped),
-    ):
-        console.print(
-            f"{label:<46} {result.seconds:7.1f} s  {result.configs / result.seconds:5.2f} configs/s  "
-            f"compile {result.compile_s:6.1f} s  bench {result.bench_s:6.1f} s  bookkeeping {result.bookkeeping_ms_per_config:.2f} ms/config"
-        )
-    console.print(
-        f"[bold]pipeline speed-up over naive loop: {naive.seconds / piped.seconds:.2f}x[/] (target >= 1.5x)"
-    )
-    one = compile_wall_s(config, fresh, 1)
-    many = compile_wall_s(config, fresh, config.workers)
-    console.print(
-        f"compile scaling on {config.compile_tasks} configs ({config.target}): 1 worker {one:.1f} s, "
-        f"{config.workers} workers {many:.1f} s -> [bold]{one / many:.2f}x[/] (target >= 1.7x on 2 workers)"
-    )
-    console.print(
-        f"benchmark lane busy {100 * piped.bench_s / piped.seconds:.0f}% of the pipeline pass (interpreter)"
-    )
-    bench_timing(config, base, fresh, root, console)
+    piped = bench_pipeline(config, base, fresh, root, console)
+    bench_compile(config, fresh, console)
+    if config.autotune:
+        bench_autotune(config, base, fresh, piped, console)
+    if config.timing_rounds:
+        bench_timing(config, base, fresh, root, console)

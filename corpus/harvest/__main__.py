@@ -60,6 +60,16 @@ def _shard(text: str) -> tuple[int, int] | str:
     return index, count
 
 
+def _box(text: str) -> tuple[int, int]:
+    try:
+        cores, gpus = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--estimate-for {text!r}: expected CORESxGPUS, e.g. 16x1") from None
+    if cores < 1 or gpus < 1:
+        raise argparse.ArgumentTypeError(f"--estimate-for {text!r}: need at least 1 core and 1 GPU")
+    return cores, gpus
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m corpus.harvest", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", type=non_empty_csv, default=("corpus.suite.kernels",), help="suite module(s) to load, comma-separated (default: the built-in suite)")
@@ -86,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-static-stats", dest="static_stats", action="store_false", help="skip SASS statistics from the cubin")
     p.add_argument("--flush-every", type=non_negative_float, default=15.0, help="seconds between writes of finished runs (default: 15; a crash loses at most this much finished work)")
     p.add_argument("--seed", type=integer(minimum=0), default=0, help="seed of inputs, config sampling and benchmark order (default: 0)")
-    p.add_argument("--dry-run", action="store_true", help="print the planned runs and config counts, run nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the planned runs, config counts and estimated duration (from measured per-config costs), run nothing")
+    p.add_argument("--estimate-for", type=_box, default=None, metavar="CORESxGPUS", help="with --dry-run: also estimate the duration on such a box, e.g. 16x1 (compile side measured, GPU lanes from assumed rates; default: this machine only)")
     p.add_argument("--allow-empty", action="store_true", help="exit 0 when the selection plans no runs (default: that is an error)")
     p.add_argument("--allow-repeat", action="store_true", help="run even while an identical harvest (same runs) is writing into the same --out; by default the second one stops")
     p.add_argument("--force-out", action="store_true", help="write into an --out that is a non-empty directory holding no dataset, and replace a README.md or card.json there that kernel-corpus did not write with the dataset card (default: refused before any work)")
@@ -99,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str] | None = None) -> HarvestConfig:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.estimate_for is not None and not args.dry_run:
+        parser.error("--estimate-for estimates a plan: add --dry-run")
     return HarvestConfig(
         out=args.out,
         suite=args.suite,
@@ -121,6 +135,7 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         l2_flush=args.l2_flush,
         seed=args.seed,
         dry_run=args.dry_run,
+        estimate_for=args.estimate_for,
         allow_empty=args.allow_empty,
         allow_repeat=args.allow_repeat,
         force_out=args.force_out,

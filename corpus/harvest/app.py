@@ -23,6 +23,7 @@ from corpus.harvest.checks import (
 )
 from corpus.harvest.claims import RunClaims, committed_harvests
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
+from corpus.harvest.estimate import HarvestEstimate, describe, estimate_harvest, launches_per_config
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.pending import PendingFinish, files_of
 from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
@@ -43,6 +44,7 @@ from corpus.harvest.runner import (
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environment
 from corpus.harvest.timing import l2_flush_bytes
+from corpus.harvest.workers import start_fork_server
 from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
 from schemas.card import write_card
 from schemas.compact import compact
@@ -115,6 +117,8 @@ class HarvestConfig:
     """A ``python -m train`` checkpoint directory: benchmark only what it chooses of each run."""
     budget: str | None = None
     """With ``rank_with``: ``K``, ``P%`` or ``auto`` (:func:`train.guide.parse_budget`)."""
+    estimate_for: tuple[int, int] | None = None
+    """With ``dry_run``: also estimate the duration on a box of (CPU cores, GPUs)."""
 
 
 class HarvestError(RuntimeError):
@@ -287,6 +291,8 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         return harvest_on_ray(config, console)
     index, count = resolve_shard(config.shard, settings)  # a bad environment stops us first
     config = replace(config, shard=(index, count))
+    if not config.dry_run:
+        start_fork_server()  # the workers' imports overlap ours (the suite's torch, Triton's key)
     specs = load_families(config.suite, config.families)  # bad input is refused before any work
     check_dtypes(config.dtypes, specs)
     devices = resolve_devices(config.device)
@@ -309,10 +315,11 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     resumed = resume_plan(config.out, planned, bench_settings(execution), budgeted=budgeted) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
-    configs = sum(1 for run in todo for planned_config in run.configs if planned_config.skip_reason is None)
-    notice = long_run_notice(configs, interpreter)
+    here = estimate_here(todo, execution, interpreter)
+    notice = long_run_notice(here.configs, interpreter, here.total_s)
     if config.dry_run:
         print_plan(console, planned, committed, facts, execution, notice)
+        print_estimates(console, config, specs, request, here)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out, force=config.force_out)
     print_start(console, resumed, facts, execution, config.out, notice)
@@ -470,7 +477,59 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
         console.print(f"compacted {merged} file(s) of this harvest into {len(report.merged)}")
 
 
-def default_workers(lanes: int = 1) -> int:
-    """Compile workers: one per CPU core the ``lanes`` benchmark workers leave free, 2 to 16."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def machine_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def default_workers(lanes: int = 1, cores: int | None = None) -> int:
+    """Compile workers: one per CPU core (of this machine, or ``cores``) the ``lanes``
+    benchmark workers leave free, 2 to 16."""
+    cores = machine_cores() if cores is None else cores
     return max(2, min(16, cores - max(1, lanes)))
+
+
+def estimate_here(todo: list[PlannedRun], execution: Execution, interpreter: bool) -> HarvestEstimate:
+    """How long ``todo`` takes on this machine as configured (:mod:`corpus.harvest.estimate`,
+    from the measured per-config costs of :mod:`corpus.harvest.calibration`)."""
+    from corpus.harvest.calibration import COSTS
+
+    launches = launches_per_config(execution.warmup, execution.passes, execution.reps_per_pass)
+    return estimate_harvest(
+        todo, devices=execution.devices, workers=execution.workers, cores=machine_cores(),
+        launches=launches, interpreter=interpreter, costs=COSTS,
+    )  # fmt: skip
+
+
+def print_estimates(
+    console: Console,
+    config: HarvestConfig,
+    specs: Mapping[str, Any],
+    request: PlanRequest,
+    here: HarvestEstimate,
+) -> None:
+    """The dry run's duration estimates: ``here`` (:func:`estimate_here`), and the
+    ``--estimate-for`` box (planned as on a GPU: no dtype left out) when asked."""
+    from corpus.harvest.calibration import COSTS
+
+    def show(lines: list[str]) -> None:
+        for line in lines:
+            console.print(line, soft_wrap=True)
+
+    show(describe(here, "here"))
+    if config.estimate_for is None:
+        return
+    cores, gpus = config.estimate_for
+    index, count = config.shard if isinstance(config.shard, tuple) else (0, 1)
+    runs = shard(plan_runs(specs, replace(request, excluded_dtypes=())), index, count)
+    warmup, passes, reps = GPU_TIMING
+    box = estimate_harvest(
+        runs, devices=tuple(f"cuda:{i}" for i in range(gpus)), workers=config.workers or default_workers(gpus, cores),
+        cores=cores, launches=launches_per_config(
+            config.warmup if config.warmup is not None else warmup,
+            config.passes if config.passes is not None else passes,
+            config.rep if config.rep is not None else reps,
+        ),
+        interpreter=False, costs=COSTS,
+    )  # fmt: skip
+    show(describe(box, f"on {cores} cores + {gpus} GPU(s), nothing committed"))

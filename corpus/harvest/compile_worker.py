@@ -3,10 +3,19 @@ extracts its IR graphs (ttir, ttgir) and static SASS statistics.
 
 Runs inside a :class:`corpus.harvest.workers.WorkerProcess` with ``TRITON_INTERPRET=0``; the parent
 enforces the per-compile timeout by killing the process.
+
+Static stats are split where they cost least: the worker reads registers and shared memory
+(``cuobjdump``, ~2 ms) and hands back the cubin's code; the parent fills the instruction columns
+from one ``nvdisasm`` call over many cubins (:mod:`corpus.harvest.sass_batch`), since each call
+costs ~0.2 s of start-up however small the cubin. A worker also keeps the graphs of the IR texts
+it extracted last: configs that differ only in num_warps or num_stages share their TTIR.
 """
 
 from __future__ import annotations
 
+import resource
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +66,25 @@ class CompileOutcome:
     a GPU executes."""
     program_key: str | None = None
     """Grid and every argument, constexprs included: what the interpreter executes."""
+    sass_code: bytes | None = None
+    """The cubin's code sections (:func:`extract.sass.code_sections`) whose instruction columns
+    (``sass_instructions``, ``sass_mix``, ``spill_bytes``) the parent fills; None when ``stats``
+    is complete (static stats off, no cubin, or computed here)."""
+    stats_s: float = 0.0
+    """Seconds this worker spent on static stats (the parent's batched nvdisasm is extra)."""
+    graphs_s: float = 0.0
+    """Seconds this worker spent extracting IR graphs (cached ones cost ~0)."""
+    worker_s: float = 0.0
+    """Wall seconds of the whole request in the worker."""
+    cpu_s: float = 0.0
+    """CPU seconds of the whole request in the worker, the tools it ran (ptxas, cuobjdump)
+    included: what a config costs a core, however loaded the machine (cost estimates)."""
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process and its finished children (ptxas, the CUDA tools) have used."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _short(exc: BaseException, limit: int = 400) -> str:
@@ -65,14 +93,27 @@ def _short(exc: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+GRAPH_CACHE_SIZE = 64
+"""IR texts whose graphs a worker keeps (a run's configs repeat a few TTIRs)."""
+
+
 class CompileHandler:
     """Serves :class:`CompileTask` requests in a worker process."""
 
     def __init__(self, init: CompileInit) -> None:
         self.init = init
         self.specs = load_suite(init.suite)
+        self.graphs: OrderedDict[tuple[str, str | None, str], tuple[str, dict[str, pa.Table]]] = OrderedDict()
+        """(level, target, IR text) -> (ir_id, Arrow tables), least recently used first."""
 
     def __call__(self, task: CompileTask) -> CompileOutcome:
+        begin, wall = cpu_seconds(), time.perf_counter()
+        outcome = self._serve(task)
+        outcome.cpu_s = cpu_seconds() - begin
+        outcome.worker_s = time.perf_counter() - wall
+        return outcome
+
+    def _serve(self, task: CompileTask) -> CompileOutcome:
         from extract.compile import compile_call
 
         spec = self.specs[task.family]
@@ -92,15 +133,19 @@ class CompileHandler:
         )
         self._add_identity(outcome, result, spec.kernel, grid, args)
         notes = []
+        begin = time.perf_counter()
         try:
             self._add_graphs(outcome, result)
         except Exception as exc:  # keep the measurement; the graph is what is lost
             notes.append(f"IR extraction failed: {_short(exc)}")
+        outcome.graphs_s = time.perf_counter() - begin
         if self.init.static_stats:
+            begin = time.perf_counter()
             try:
-                outcome.stats = self._stats(result)
+                outcome.stats, outcome.sass_code = self._stats(result)
             except Exception as exc:
                 notes.append(f"static stats failed: {_short(exc)}")
+            outcome.stats_s = time.perf_counter() - begin
         if notes:
             outcome.stats["stats_note"] = "; ".join(filter(None, [outcome.stats.get("stats_note"), *notes]))
         return outcome
@@ -114,27 +159,45 @@ class CompileHandler:
         outcome.program_key = launch_key(grid, args, constexprs, constexprs=True)
 
     def _add_graphs(self, outcome: CompileOutcome, result: Any) -> None:
-        from extract.graph import IrGraph
-
         for level in (Level.TTIR.value, Level.TTGIR.value):
             if level not in result.asm:
                 continue
-            graph = IrGraph.from_compiled(result, level)
-            outcome.graphs[graph.ir_id] = graph.to_arrow()
-            setattr(outcome, f"{level}_id", graph.ir_id)
+            ir_id, tables = self._graph(result, level)
+            outcome.graphs[ir_id] = tables
+            setattr(outcome, f"{level}_id", ir_id)
 
-    def _stats(self, result: Any) -> dict[str, Any]:
-        from extract.sass import static_stats
+    def _graph(self, result: Any, level: str) -> tuple[str, dict[str, pa.Table]]:
+        """(ir_id, tables) of ``result``'s IR at ``level``, from the cache when this worker
+        extracted the same text for the same target before (the graph depends on nothing else)."""
+        from extract.graph import IrGraph
+
+        text = result.asm[level]
+        key = (level, result.target, text if isinstance(text, str) else bytes(text).decode())
+        cached = self.graphs.get(key)
+        if cached is not None:
+            self.graphs.move_to_end(key)
+            return cached
+        graph = IrGraph.from_compiled(result, level)
+        self.graphs[key] = entry = (graph.ir_id, graph.to_arrow())
+        if len(self.graphs) > GRAPH_CACHE_SIZE:
+            self.graphs.popitem(last=False)
+        return entry
+
+    def _stats(self, result: Any) -> tuple[dict[str, Any], bytes | None]:
+        """The static-stats columns known here, and the code whose instruction columns the
+        parent fills (None: the columns are complete)."""
+        from extract.sass import code_sections, resource_stats, static_stats
 
         cubin = result.asm.get("cubin")
         if not isinstance(cubin, (bytes, bytearray)):
-            return {"stats_note": "no cubin for this target"}
-        stats = static_stats(
-            bytes(cubin),
-            kernel_name=result.metadata.get("name"),
-            dynamic_shared_bytes=result.metadata.get("shared"),
-        )
-        return stats.to_row()
+            return {"stats_note": "no cubin for this target"}, None
+        cubin = bytes(cubin)
+        facts = {"kernel_name": result.metadata.get("name"), "dynamic_shared_bytes": result.metadata.get("shared")}
+        try:
+            code = code_sections(cubin)
+        except ValueError:  # not an ELF file we can cut: the whole listing, here, as before
+            return static_stats(cubin, **facts).to_row(), None
+        return resource_stats(cubin, **facts).to_row(), code
 
 
 def make_handler(init: CompileInit) -> CompileHandler:

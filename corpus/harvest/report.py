@@ -322,7 +322,8 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
         ("configs", statuses or "none"),
         (
             "time",
-            f"compile {format_duration(totals.compile_s)} (summed over workers), benchmark "
+            f"compile {format_duration(totals.compile_s)} (summed over workers), static stats "
+            f"{format_duration(totals.static_stats_s)} ({totals.sass_calls} nvdisasm call(s)), benchmark "
             f"{format_duration(totals.bench_s)}, bookkeeping {per_config_ms:.2f} ms per config",
         ),
         ("timing", timing_line(totals)),

@@ -18,6 +18,7 @@ sticky CUDA error, a failed probe or an error of unknown cause replaces the work
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import tempfile
@@ -47,6 +48,7 @@ from corpus.harvest.measure_worker import (
 )
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import kernel_row, measurement_row, now, run_row
+from corpus.harvest.sass_batch import SassBatcher, batcher_for_target, fill_row
 from corpus.harvest.scheduler import Scheduler
 from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
 from corpus.suite.spec import KernelSpec
@@ -136,6 +138,8 @@ class RunResult:
     bookkeeping_s: float = 0.0
     timing: dict[str, Any] = field(default_factory=dict)
     """The run's timing settings as ``runs`` records them (timer, timing_passes, ...)."""
+    static_stats_s: float = 0.0
+    """Compile-worker seconds spent on the run's static stats (``cuobjdump``)."""
 
 
 @dataclass
@@ -148,6 +152,11 @@ class HarvestTotals:
     compile_s: float = 0.0
     bench_s: float = 0.0
     bookkeeping_s: float = 0.0
+    static_stats_s: float = 0.0
+    """Static-stats seconds: ``cuobjdump`` in the compile workers plus the batched
+    ``nvdisasm`` calls of this process (:class:`corpus.harvest.sass_batch.SassBatcher`)."""
+    sass_calls: int = 0
+    """``nvdisasm`` calls the harvest made (one per batch of cubins)."""
     results: list[RunResult] = field(default_factory=list)
     workers_replaced: list[str] = field(default_factory=list)
     """Why each measure worker was replaced (sticky error, failed probe, recycling, ...)."""
@@ -204,8 +213,10 @@ class CompilePool:
     def submit(self, task: CompileTask) -> Future[CompileOutcome]:
         return self.executor.submit(self._compile, task)
 
-    def warm_up(self) -> None:
-        """Start every worker process now, in parallel, instead of on first use."""
+    def start_workers(self) -> list[Future[None]]:
+        """Start every worker process now, in parallel, instead of on first use; returns at
+        once (each future fails if its worker cannot start). Compiles submitted afterwards
+        queue behind the starts."""
         barrier = threading.Barrier(self.size)
 
         def start() -> None:
@@ -214,7 +225,11 @@ class CompilePool:
             if not worker.alive:
                 worker.start()
 
-        for future in [self.executor.submit(start) for _ in range(self.size)]:
+        return [self.executor.submit(start) for _ in range(self.size)]
+
+    def warm_up(self) -> None:
+        """Start every worker process now, in parallel, and wait until they run."""
+        for future in self.start_workers():
             future.result()
 
     def close(self) -> None:
@@ -244,6 +259,8 @@ class Worker(Protocol):
     def pid(self) -> int | None: ...
 
     def call(self, request: Any, timeout_s: float) -> Any: ...
+
+    def start(self) -> None: ...
 
     def kill(self) -> None: ...
 
@@ -288,6 +305,14 @@ class MeasureLane:
         """Runs set up by the current worker process."""
         self.replaced: list[str] = []
         """Why each worker was replaced, in order (the summary and tests read it)."""
+
+    def start(self) -> None:
+        """Start the benchmark worker now: the lane's thread calls this before it takes a run,
+        so the worker starts while the compile workers do. A worker that cannot start here is
+        started again, and its failure reported, by the first run's setup."""
+        if self.worker.pid is None:
+            with contextlib.suppress(WorkerTimeout, WorkerCrashed, WorkerError):
+                self.worker.start()
 
     def setup(self, setup: RunSetup) -> str | None:
         """Build ``setup``'s inputs and reference on the worker (recycling it first when due);
@@ -437,6 +462,11 @@ class Harvester:
         self.bench_settings = bench_settings(execution)
         self.claims = claims
         self.guide = guide
+        self.sass: SassBatcher | None = batcher_for_target(execution.target) if execution.static_stats else None
+        self.unfilled: list[tuple[dict[str, Any], Future[Any]]] = []
+        """Buffered measurement rows whose instruction columns the batcher has yet to give."""
+        self.starting: list[Future[None]] = []
+        """Compile workers being started (:meth:`run`)."""
 
     # -- compile scheduling ---------------------------------------------------------------
 
@@ -444,9 +474,29 @@ class Harvester:
         return CompileTask(run.family, run.dims, run.dtype, run.seed, planned.config)
 
     def _submit_run(self, run: PlannedRun) -> dict[str, Future[CompileOutcome]]:
-        return {
+        self._compilers_started()
+        futures = {
             p.config.id: self.pool.submit(self._task(run, p)) for p in run.configs if p.skip_reason is None
         }
+        for future in futures.values():  # the batcher sees each cubin as soon as it exists
+            future.add_done_callback(self._stats_when_compiled)
+        return futures
+
+    def _compilers_started(self) -> None:
+        """Wait for the compile workers started by :meth:`run` (raises if one could not start:
+        a harvest whose compilers cannot run stops before its first compile)."""
+        for future in self.starting:
+            future.result()
+
+    def _stats_when_compiled(self, future: Future[CompileOutcome]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self._defer_stats(future.result())
+
+    def _defer_stats(self, compiled: CompileOutcome | None) -> Future[Any] | None:
+        """The future instruction columns of ``compiled`` (None: its stats are complete)."""
+        if compiled is None or compiled.sass_code is None or self.sass is None:
+            return None
+        return self.sass.submit(compiled.sass_code)
 
     # -- one run ----------------------------------------------------------------------------
 
@@ -488,7 +538,7 @@ class Harvester:
         seen: dict[tuple[str, ...], str] = {}
         checked: dict[str, PlannedConfig] = {}
         plan = PassPlan(self.execution.passes, self.execution.reps_per_pass, run.seed)
-        compile_s = bench_s = 0.0
+        compile_s = bench_s = static_s = 0.0
         begin = time.perf_counter()
         setup_error = lane.setup(setup)  # overlaps the run's first compiles
         bench_s += time.perf_counter() - begin
@@ -535,11 +585,14 @@ class Harvester:
                 self.on_config(Status.SKIPPED.value)
                 continue
             if compiles is None:  # naive mode: compile, then benchmark, one config at a time
+                self._compilers_started()
                 compiled = self.pool.submit(self._task(run, planned)).result()
             else:
                 compiled = compiles[config_id].result()
             compiled_of[config_id] = compiled
             compile_s += compiled.compile_time_s or 0.0
+            static_s += compiled.stats_s
+            self._defer_stats(compiled)
             if compiled.status != Status.OK.value:
                 self.on_config(compiled.status)
                 continue
@@ -576,7 +629,15 @@ class Harvester:
             return None
         outcomes = [(p, compiled_of[p.config.id], bench_of[p.config.id]) for p in run.configs]
         return self._write_run(
-            run, outcomes, started, compile_s, bench_s, twins=twins, host_load=host_load, setup_error=setup_error
+            run,
+            outcomes,
+            started,
+            compile_s,
+            bench_s,
+            twins=twins,
+            host_load=host_load,
+            setup_error=setup_error,
+            static_stats_s=static_s,
         )
 
     def _measured_elsewhere(self, run: PlannedRun, configs: Sequence[PlannedConfig]) -> None:
@@ -656,10 +717,12 @@ class Harvester:
         twins: Mapping[str, str],
         host_load: float | None,
         setup_error: str | None = None,
+        static_stats_s: float = 0.0,
     ) -> RunResult:
         begin = time.perf_counter()
         arch = self.facts.arch
         rows = [measurement_row(run, p, self.harvest_id, arch, c, b, twins.get(p.config.id)) for p, c, b in outcomes]
+        unfilled = [(row, self._defer_stats(c)) for row, (_, c, _) in zip(rows, outcomes)]
         spec = self.specs[run.family]
         run_record = run_row(
             run,
@@ -687,18 +750,40 @@ class Harvester:
                 self.known_kernels.add(run.kernel_id)
                 self.buffer["kernels"].append(pa.Table.from_pylist([kernel_row(spec, type(spec).__module__)]))
             self.buffer["measurements"].extend(rows)
+            self.unfilled.extend((row, future) for row, future in unfilled if future is not None)
             self.buffer["runs"].append(run_record)
-            result = RunResult(run, rows, compile_s, bench_s, time.perf_counter() - begin, timing=self.bench_settings)
+            result = RunResult(
+                run,
+                rows,
+                compile_s,
+                bench_s,
+                time.perf_counter() - begin,
+                timing=self.bench_settings,
+                static_stats_s=static_stats_s,
+            )
             self._count(result)
-            if time.monotonic() - self.last_flush >= self.execution.flush_every_s:
+            if self._flush_due():
                 self._flush_locked()  # accounts its own time
         self.on_run(result)
         return result
+
+    def _flush_due(self) -> bool:
+        return time.monotonic() - self.last_flush >= self.execution.flush_every_s
 
     def flush(self) -> None:
         """Write every buffered finished run: IR, kernels and measurements, then ``runs``."""
         with self.write_lock:
             self._flush_locked()
+
+    def _fill_stats(self) -> None:
+        """Complete the buffered rows' instruction columns (waiting for the batcher if need be)."""
+        if not self.unfilled:
+            return
+        assert self.sass is not None
+        self.sass.wait(future for _, future in self.unfilled)
+        for row, future in self.unfilled:
+            fill_row(row, future.result())
+        self.unfilled = []
 
     def _flush_locked(self) -> None:
         """Write the buffers table by table (``runs`` last). Idempotent under failure: each
@@ -708,6 +793,7 @@ class Harvester:
         begin = time.perf_counter()
         committing = [row["run_id"] for row in self.buffer["runs"]]
         try:
+            self._fill_stats()
             for name in ("kernels", *IR_TABLES, "measurements", "runs"):
                 pieces = self.buffer[name]
                 if not pieces:
@@ -733,6 +819,7 @@ class Harvester:
         for row in result.rows:
             totals.by_status[row["status"]] = totals.by_status.get(row["status"], 0) + 1
         totals.compile_s += result.compile_s
+        totals.static_stats_s += result.static_stats_s
         totals.bench_s += result.bench_s
         totals.bookkeeping_s += result.bookkeeping_s
         totals.results.append(result)
@@ -757,8 +844,14 @@ class Harvester:
 
     def run(self, runs: list[PlannedRun]) -> HarvestTotals:
         """Execute ``runs``; on KeyboardInterrupt, stop, kill workers and re-raise (committed
-        runs stay; the rest resume on the next invocation)."""
-        self.pool.warm_up()
+        runs stay; the rest resume on the next invocation).
+
+        Compile workers start while the lanes start their benchmark workers: the first
+        compiles wait for the former (:meth:`_compilers_started`), a lane's run setup does not."""
+        if isinstance(self.pool, CompilePool):
+            self.starting = self.pool.start_workers()
+        else:
+            self.pool.warm_up()
         scheduler: Scheduler[MeasureLane, PlannedRun, dict[str, Future[CompileOutcome]]] = Scheduler(
             self.lanes,
             self._execute_run,
@@ -766,6 +859,7 @@ class Harvester:
             pipeline=self.execution.pipeline,
             lookahead=self.execution.lookahead,
             stop=self.stop,
+            prepare=MeasureLane.start,
         )
         try:
             scheduler.run(runs)
@@ -774,10 +868,12 @@ class Harvester:
             try:
                 self.flush()  # finished runs are complete: commit them
             finally:
+                self._close_stats()
                 self.release_claims()
             raise
         self.close()
         self.flush()
+        self._close_stats()
         self.release_claims()
         return self.totals
 
@@ -785,6 +881,13 @@ class Harvester:
         """Give back every claim still held (runs stopped before their commit)."""
         if self.claims is not None:
             self.claims.release_all()
+
+    def _close_stats(self) -> None:
+        """Stop the batcher (after the last flush) and count its time."""
+        if self.sass is not None:
+            self.sass.close()
+            self.totals.static_stats_s += self.sass.busy_s
+            self.totals.sass_calls += self.sass.calls
 
     def close(self) -> None:
         self.pool.close()

@@ -40,9 +40,10 @@ class Scheduler(Generic[LaneT, RunT, CompilesT]):
     taking runs in plan order from one shared queue.
 
     ``submit(run)`` queues the run's compiles and returns their handle (``compiles``); with
-    ``pipeline=False`` it is never called and ``compiles`` is None. ``stop`` (set by the
-    caller, e.g. on Ctrl-C, or here when a lane fails) makes lanes finish their current run
-    and take no other.
+    ``pipeline=False`` it is never called and ``compiles`` is None. ``prepare(lane)``, when
+    given, runs first thing in each lane's thread (start the lane's worker while the first
+    compiles are queued). ``stop`` (set by the caller, e.g. on Ctrl-C, or here when a lane
+    fails) makes lanes finish their current run and take no other.
     """
 
     def __init__(
@@ -54,6 +55,7 @@ class Scheduler(Generic[LaneT, RunT, CompilesT]):
         pipeline: bool = True,
         lookahead: int = 2,
         stop: threading.Event | None = None,
+        prepare: Callable[[LaneT], object] | None = None,
     ) -> None:
         if not lanes:
             raise ValueError("the scheduler needs at least one benchmark lane")
@@ -65,6 +67,7 @@ class Scheduler(Generic[LaneT, RunT, CompilesT]):
         self.pipeline = pipeline
         self.lookahead = lookahead
         self.stop = stop or threading.Event()
+        self.prepare = prepare
         self.submitted_order: list[str] = []
         """run_ids in the order their compiles were queued (for tests and diagnostics)."""
 
@@ -106,6 +109,8 @@ class Scheduler(Generic[LaneT, RunT, CompilesT]):
 
         def serve(lane: LaneT) -> None:
             try:
+                if self.prepare is not None:
+                    self.prepare(lane)
                 while (run := take()) is not None:
                     compiles = compiles_of(run)
                     if self.stop.is_set():

@@ -1,11 +1,20 @@
 """Persistent worker processes with hard timeouts.
 
-A :class:`WorkerProcess` runs a handler in a child process (``spawn``, so no CUDA or Triton
-state leaks from the parent) and serves one request at a time. A request that outlives its
-timeout gets the child SIGKILLed and respawned: the only way to stop a hung compile, an
-infinite loop in the interpreter, or a wedged GPU context. A child that died while idle (e.g.
-the OOM killer) is respawned by the next request. On Linux each child asks the kernel to
-SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``), so a killed harvest leaves no orphans.
+A :class:`WorkerProcess` runs a handler in a child process and serves one request at a time.
+A request that outlives its timeout gets the child SIGKILLed and respawned: the only way to
+stop a hung compile, an infinite loop in the interpreter, or a wedged GPU context. A child that
+died while idle (e.g. the OOM killer) is respawned by the next request. On Linux each child asks
+the kernel to SIGKILL it when its parent dies (``PR_SET_PDEATHSIG``), so a killed harvest leaves
+no orphans.
+
+Children are forked from a fork server (multiprocessing's ``forkserver``) that imported torch
+and the other heavy, setting-independent modules once (:data:`PRELOAD`, see
+:mod:`corpus.harvest.preload`): a worker starts in ~0.2 s of CPU instead of the ~1.5-2 s a
+fresh interpreter spends importing them, so a harvest pays the imports once, not once per
+compile worker, benchmark worker and respawn. The server never imports Triton nor initializes
+CUDA; each child applies its environment (``TRITON_INTERPRET``, cache directory, TMPDIR) before
+its handler imports Triton or any kernel. The server exits when the harvest process does; its
+children then die with it (see :func:`die_with_parent`).
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import tempfile
+import threading
 import traceback
 import warnings
 from collections.abc import Callable, Mapping
@@ -44,20 +55,78 @@ QUIET_WARNINGS = ("TRITON_DEFAULT_FP_FUSION is unset",)
 PR_SET_PDEATHSIG = 1
 """``prctl`` option from <linux/prctl.h>: the signal this process gets when its parent dies."""
 
+PRELOAD = ("corpus.harvest.preload",)
+"""What the fork server imports before it forks any worker (see :mod:`corpus.harvest.preload`)."""
+START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
+"""How workers start: forked from the preloaded server on Linux, fresh interpreters elsewhere."""
+_context_lock = threading.Lock()
 
-def die_with_parent(parent_pid: int) -> None:
-    """Have the kernel SIGKILL this process when the process ``parent_pid`` dies (Linux).
 
-    Called first thing in a worker. The death signal fires when the *thread* that spawned the
-    child exits, so workers are spawned by threads that outlive them (lane threads, the compile
-    pool's threads). No-op elsewhere: there, :meth:`WorkerProcess.close` is the only cleanup."""
+def worker_context() -> mp.context.BaseContext:
+    """The multiprocessing context workers start in (:data:`START_METHOD`), its fork server
+    set to preload :data:`PRELOAD` (effective when this process has not started one yet)."""
+    context = mp.get_context(START_METHOD)
+    if START_METHOD == "forkserver":
+        with _context_lock:
+            context.set_forkserver_preload(list(PRELOAD))
+    return context
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, so its imports overlap this process's own (the harvest calls
+    this before it loads the suite); later workers fork from it at once. No-op without one."""
+    if START_METHOD == "forkserver":
+        from multiprocessing import forkserver
+
+        worker_context()
+        forkserver.ensure_running()
+
+
+def die_with_parent(owner_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux), and exit now if the
+    process ``owner_pid`` that asked for this worker is already gone.
+
+    Called first thing in a worker. The parent is ``owner_pid`` itself (``spawn``) or the fork
+    server, which exits when ``owner_pid`` does. The death signal fires when the *thread* that
+    created the child exits, so workers are started by threads that outlive them (lane threads,
+    the compile pool's threads; the fork server's one thread). No-op elsewhere: there,
+    :meth:`WorkerProcess.close` is the only cleanup."""
     if not sys.platform.startswith("linux"):
         return
+    _release_fork_server()
+    parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+    if os.getppid() != parent or not _alive(owner_pid):  # died before the signal was armed
         os._exit(1)
+
+
+def _release_fork_server() -> None:
+    """Close this worker's copy of the fork server's liveness pipe.
+
+    A forked child inherits the write end of the pipe whose EOF tells the fork server that its
+    clients are gone, so a server never exits while one of its children lives; those children
+    then wait for a parent death that never comes (a SIGKILLed harvest would leave them busy
+    forever). Without the copy, the server exits with the harvest, and every worker's death
+    signal fires. Workers start no processes of their own, so nothing needs the server after them."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # the module's singleton; a spawned process has no fd here
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is not None:
+        os.close(alive)
+        server._forkserver_alive_fd = None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def _serve(
@@ -72,6 +141,7 @@ def _serve(
     if niceness:
         os.nice(niceness)  # compile workers yield the cores to the benchmark workers
     os.environ.update(environment)  # before the handler imports Triton or kernel modules
+    tempfile.tempdir = None  # the fork server may have resolved TMPDIR before ours was set
     for message in QUIET_WARNINGS:
         warnings.filterwarnings("ignore", message=message)
     module_name, _, attribute = factory.partition(":")
@@ -120,7 +190,7 @@ class WorkerProcess:
         self._connection: Connection | None = None
 
     def start(self) -> None:
-        context = mp.get_context("spawn")
+        context = worker_context()
         parent, child = context.Pipe()
         process = context.Process(
             target=_serve,

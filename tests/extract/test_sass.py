@@ -8,7 +8,17 @@ import pyarrow as pa
 import pytest
 
 from extract.compile import compile_call
-from extract.sass import SassStats, _instruction_stats, find_tool, sass_class, static_stats
+from extract.sass import (
+    SassStats,
+    _instruction_stats,
+    code_sections,
+    disassembler_arch,
+    find_tool,
+    instruction_stats_many,
+    resource_stats,
+    sass_class,
+    static_stats,
+)
 from schemas.tables import MEASUREMENTS
 from tests.extract.kernels.cases import case
 
@@ -98,3 +108,45 @@ def test_row_matches_the_measurements_schema() -> None:
     assert set(row) <= set(MEASUREMENTS.names)
     columns = {name: pa.array([row[name]], type=MEASUREMENTS.field(name).type) for name in row}
     assert columns["sass_mix"].to_pylist() == [[{"cls": "int", "count": 6}, {"cls": "memory", "count": 4}]]
+
+
+@needs_tools
+def test_one_call_over_many_cubins_equals_their_own_listings(cubins: dict) -> None:
+    """The batched listing (code sections concatenated, nvdisasm -b) counts exactly what
+    each cubin's own listing counts, per architecture."""
+    for arch, names in (("SM80", ["pointwise"]), ("SM90a", ["dot", "call"])):
+        codes = {name: code_sections(cubins[name][0]) for name in names}
+        listed = instruction_stats_many(codes, arch)
+        for name in names:
+            cubin, meta = cubins[name]
+            alone = static_stats(cubin, kernel_name=meta["name"], dynamic_shared_bytes=meta["shared"])
+            joined = resource_stats(cubin, kernel_name=meta["name"], dynamic_shared_bytes=meta["shared"])
+            assert joined.sass_mix is None and joined.n_regs == alone.n_regs
+            assert joined.with_instructions(listed[name]) == alone
+            assert listed[name].instructions > 0
+
+
+@needs_tools
+def test_a_bad_code_in_a_batch_costs_only_its_own_columns(cubins: dict) -> None:
+    codes = {"dot": code_sections(cubins["dot"][0]), "junk": b"\x00" * 64, "call": code_sections(cubins["call"][0])}
+    listed = instruction_stats_many(codes, "SM90a")
+    assert listed["junk"].instructions is None and "nvdisasm exited" in (listed["junk"].note or "")
+    assert listed["dot"] == instruction_stats_many({"dot": codes["dot"]}, "SM90a")["dot"]
+    assert listed["call"].note is None and listed["call"].instructions
+    odd = instruction_stats_many({"odd": b"\x00" * 24}, "SM90a")["odd"]
+    assert odd.mix is None and "16-byte" in (odd.note or "")
+
+
+def test_a_missing_disassembler_is_a_note_for_every_code(cubins: dict, tmp_path) -> None:
+    codes = {name: code_sections(cubins[name][0]) for name in ("dot", "call")}
+    listed = instruction_stats_many(codes, "SM90a", tools_dir=tmp_path)
+    assert {item.note for item in listed.values()} == {"nvdisasm not found"}
+
+
+def test_code_sections_are_the_executable_sections_only(cubins: dict) -> None:
+    cubin, _ = cubins["dot"]
+    code = code_sections(cubin)
+    assert 0 < len(code) < len(cubin) and len(code) % 16 == 0
+    with pytest.raises(ValueError, match="ELF"):
+        code_sections(b"not an ELF file" * 8)
+    assert disassembler_arch(90) == "SM90a" and disassembler_arch(80) == "SM80"

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
+from corpus.harvest.workers import (
+    START_METHOD,
+    WorkerCrashed,
+    WorkerError,
+    WorkerProcess,
+    WorkerTimeout,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -90,10 +96,47 @@ def test_a_worker_killed_while_idle_is_respawned_by_the_next_call():
 def test_niceness_is_added_in_the_child_only():
     worker = WorkerProcess("t", f"{__name__}:nice_factory", None, {}, niceness=5)
     try:
-        pid, niceness, parent = worker.call("x", timeout_s=60)
-        assert (niceness, parent) == (os.nice(0) + 5, os.getpid()) and pid != os.getpid()
+        pid, niceness, _ = worker.call("x", timeout_s=60)
+        assert niceness == os.nice(0) + 5 and pid != os.getpid()
     finally:
         worker.close()
+
+
+def preload_factory(init):
+    import os
+    import sys
+    import tempfile
+
+    preloaded = "torch" in sys.modules and "triton" not in sys.modules  # this module imports neither
+
+    def handle(request):
+        import triton.language as tl
+
+        from corpus.harvest import selftest_kernel
+
+        kinds = type(selftest_kernel.copy_kernel).__name__, type(tl.sum).__name__  # tl.sum: Triton's own @jit
+        return preloaded, os.getppid(), kinds, tempfile.gettempdir()
+
+    return handle
+
+
+@pytest.mark.skipif(START_METHOD != "forkserver", reason="the fork server is Linux-only")
+def test_workers_fork_from_one_preloaded_server_and_import_triton_under_their_own_environment(tmp_path):
+    """torch is paid once in the server; Triton, imported by each worker after its environment
+    applied, is compiler or interpreter as that worker asks (Triton's own jit helpers too), and
+    the worker's TMPDIR is its own."""
+    compiled = WorkerProcess("c", f"{__name__}:preload_factory", None, {"TRITON_INTERPRET": "0", "TMPDIR": str(tmp_path)})
+    interpreted = WorkerProcess("i", f"{__name__}:preload_factory", None, {"TRITON_INTERPRET": "1"})
+    try:
+        preloaded, server, kinds, scratch = compiled.call("x", timeout_s=120)
+        assert preloaded and server != os.getpid()
+        assert kinds == ("JITFunction", "JITFunction") and scratch == str(tmp_path)
+        preloaded, same_server, kinds, _ = interpreted.call("x", timeout_s=120)
+        assert preloaded and same_server == server
+        assert kinds == ("InterpretedFunction", "InterpretedFunction")
+    finally:
+        compiled.close()
+        interpreted.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
