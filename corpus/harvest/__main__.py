@@ -20,6 +20,7 @@ import sys
 
 from rich.console import Console
 
+from corpus.destination import add_force_out
 from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
 from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the planned runs and config counts, run nothing")
     p.add_argument("--allow-empty", action="store_true", help="exit 0 when the selection plans no runs (default: that is an error)")
     p.add_argument("--allow-repeat", action="store_true", help="run even while an identical harvest (same runs) is writing into the same --out; by default the second one stops")
-    p.add_argument("--force-out", action="store_true", help="write into an --out that is a non-empty directory holding no dataset, and replace a README.md or card.json there that kernel-corpus did not write with the dataset card (default: refused before any work)")
+    add_force_out(p, card=True)
     p.add_argument("--no-compact", dest="compact", action="store_false", help="leave the files this harvest wrote as they are (default: merge them per partition at the end)")
     p.add_argument("--self-test", action="store_true", help="check this machine instead of harvesting: device facts, copy bandwidth vs peak, the L2 flush, the compile-worker -> launch cache hit, each timer (the interpreter subset without a GPU); exit 1 if a check fails")
     p.add_argument("--record-host", action="store_true", help="record the host name in runs.hostname (default: an anonymous id, stable per machine, so the dataset can be published as it is)")

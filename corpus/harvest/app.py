@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from corpus.destination import probe_out
 from corpus.harvest.checks import (
     HarvestInputError,
     check_dtypes,
@@ -19,7 +20,6 @@ from corpus.harvest.checks import (
     harvest_lock,
     load_families,
     plan_lock_name,
-    probe_out,
 )
 from corpus.harvest.claims import RunClaims, committed_harvests
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts

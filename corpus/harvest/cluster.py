@@ -27,6 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from corpus.destination import probe_out
 from corpus.harvest.app import (
     HarvestConfig,
     HarvestError,
@@ -38,7 +39,7 @@ from corpus.harvest.app import (
     resolve_execution,
     versions,
 )
-from corpus.harvest.checks import check_dtypes, check_plan, load_families, probe_out
+from corpus.harvest.checks import check_dtypes, check_plan, load_families
 from corpus.harvest.compile_worker import CompileOutcome, CompileTask
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.identity import toolchain_fingerprint

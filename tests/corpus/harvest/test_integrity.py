@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from corpus.destination import OutRefused, probe_out
 from corpus.harvest.__main__ import main as harvest_main
 from corpus.harvest.app import HarvestConfig, HarvestError, refresh_card, run_harvest
-from corpus.harvest.checks import HarvestInputError, harvest_lock, probe_out
+from corpus.harvest.checks import HarvestInputError, harvest_lock
 from corpus.harvest.claims import RunClaims
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import read_settings
@@ -92,7 +93,7 @@ def _fault_then_resume(out: Path, shard: tuple[int, int], plan: FaultPlan) -> No
             _harvest(faulty_url(out), shard=shard)
         except (
             DatasetError,
-            HarvestInputError,
+            OutRefused,
         ) as exc:  # a one-line error (--out probe or a write)
             assert "\n" not in str(exc)
     _harvest(str(out), shard=shard)  # resume on healthy storage
@@ -367,7 +368,7 @@ def test_out_that_is_a_project_directory_is_refused(tmp_path, capsys):
     assert "a non-empty directory that holds no dataset (README.md, main.py)" in printed
     assert "--force-out" in printed
     assert sorted(p.name for p in project.iterdir()) == ["README.md", "main.py"]
-    with pytest.raises(HarvestInputError, match="README.md was not written by kernel-corpus"):
+    with pytest.raises(OutRefused, match="README.md was not written by kernel-corpus"):
         probe_out(str(_dataset_with_readme(tmp_path / "ds")))
     probe_out(str(project), force=True)  # told to: accepted
     probe_out(str(tmp_path / "ds"), force=True)
