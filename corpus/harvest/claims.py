@@ -15,8 +15,10 @@ run), and measures only the rest, as a rerun would; a run with nothing left is n
 A killed holder's claim is released by the kernel, and the run's uncommitted configs are
 measured by whoever claims it next.
 
-Claims exist for local datasets only (flock), and only while resuming: ``--no-resume`` and
-``--allow-repeat`` measure again on purpose.
+Every lane claims: the lanes of a harvest on one machine, and the lane actors of a Ray harvest
+(:mod:`corpus.harvest.cluster`), whose claims the dataset's storage shares across nodes. Claims
+exist for local datasets only (flock; a path, not an object store), and only while resuming:
+``--no-resume`` and ``--allow-repeat`` measure again on purpose.
 """
 
 from __future__ import annotations

@@ -404,18 +404,21 @@ class Harvester:
         on_run: Callable[[RunResult], None] | None = None,
         pool: Compiler | None = None,
         claims: RunClaims | None = None,
+        writer_id: str | None = None,
     ) -> None:
         """``pool``: where compiles run (default: a :class:`CompilePool` of local processes; the
         Ray harvest passes one that submits Ray tasks). ``claims``: run claims on the dataset
         (:mod:`corpus.harvest.claims`), so a harvest whose plan overlaps this one's never
-        measures a run at the same time (None: no claims)."""
+        measures a run at the same time (None: no claims). ``writer_id``: what the names of the
+        files it writes start with (default: a new one), as recorded before the harvest writes
+        (:mod:`corpus.harvest.pending`)."""
         self.execution = execution
         self.specs = specs
         self.facts = facts
         self.toolchain = toolchain
         self.versions = versions
         self.harvest_id = uuid.uuid4().hex[:16]
-        self.writer = DatasetWriter(execution.out)
+        self.writer = DatasetWriter(execution.out, writer_id=writer_id)
         self.write_lock = threading.Lock()
         self.stop = threading.Event()
         self.on_config = on_config or (lambda status: None)
@@ -665,11 +668,15 @@ class Harvester:
     ) -> RunResult | None:
         """Execute ``run`` on the first lane and commit it before returning (the Ray actor's
         unit of work: a run handed back is durable). ``compiles``: from
-        :meth:`submit_compiles`, else queued now. None when the harvest is stopping."""
+        :meth:`submit_compiles`, else queued now. None when the harvest is stopping, or when
+        another harvest committed the whole run while this one waited for its claim."""
         if compiles is None:
             compiles = self._submit_run(run)
-        result = self._execute_run(self.lanes[0], run, compiles)
-        self.flush()
+        try:
+            result = self._execute_run(self.lanes[0], run, compiles)
+            self.flush()
+        finally:
+            self.release_claims()  # committed (the flush gave it back), or it never will be
         return result
 
     # -- the whole harvest --------------------------------------------------------------------
