@@ -42,7 +42,7 @@ from corpus.harvest.runner import (
     bench_settings,
 )
 from corpus.harvest.scratch import scratch_directory
-from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environment
+from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environments
 from corpus.harvest.timing import l2_flush_bytes
 from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
 from schemas.card import write_card
@@ -317,12 +317,6 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     # owns and removes, even when it had to kill a worker.
     writer_id = new_writer_id()
     with harvesting(config, planned, writer_id, console), scratch_directory() as scratch:
-
-        def environment_for(interpret: bool) -> dict[str, str]:
-            return worker_environment(
-                settings, interpret=interpret, cache_dir=execution.cache_dir or "", scratch_dir=scratch
-            )
-
         progress = HarvestProgress(console, todo)
         harvester = Harvester(
             execution,
@@ -330,7 +324,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
             facts,
             toolchain,
             versions(),
-            environment_for,
+            worker_environments(settings, cache_dir=execution.cache_dir or "", scratch_dir=scratch),
             on_config=progress.config_done,
             on_run=progress.run_done,
             claims=RunClaims.for_harvest(config.out, known, enabled=claiming),

@@ -58,7 +58,7 @@ from corpus.harvest.report import print_plan
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import CompilePool, Execution, Harvester, HarvestTotals, bench_settings
 from corpus.harvest.scratch import scratch_directory
-from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environment
+from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environments
 from corpus.suite.spec import KernelSpec
 from schemas.enums import DEVICE_INTERPRETER
 from schemas.writer import new_writer_id
@@ -186,14 +186,9 @@ class Lane:
         execution = replace(execution, flush_every_s=float("inf"))  # execute_one commits each run
         self.stack = contextlib.ExitStack()
         scratch = self.stack.enter_context(scratch_directory())
-
-        def environment_for(interpret: bool) -> dict[str, str]:
-            return worker_environment(
-                settings,
-                interpret=interpret,
-                cache_dir=execution.cache_dir or "",
-                scratch_dir=scratch,
-            )
+        environment_for = worker_environments(
+            settings, cache_dir=execution.cache_dir or "", scratch_dir=scratch
+        )
 
         specs = load_families(config.suite, config.families)
         self.harvester = Harvester(

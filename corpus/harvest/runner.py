@@ -45,11 +45,12 @@ from corpus.harvest.measure_worker import (
     TimeReps,
 )
 from corpus.harvest.plan import PlannedConfig, PlannedRun
+from corpus.harvest.resume import read_existing
 from corpus.harvest.rows import kernel_row, measurement_row, now, run_row
 from corpus.harvest.scheduler import Scheduler
 from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
 from corpus.suite.spec import KernelSpec
-from schemas import DatasetError, DatasetWriter, read_table
+from schemas import DatasetWriter
 from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.errors import WriteFailedError
 
@@ -151,12 +152,8 @@ class HarvestTotals:
 
 def existing_ids(out: str, table: str, column: str) -> set[str]:
     """Values of ``column`` already in the dataset (empty when the table does not exist yet)."""
-    try:
-        return set(read_table(out, table, columns=[column]).column(column).to_pylist())
-    except DatasetError as exc:
-        if "not found" in str(exc):
-            return set()
-        raise
+    found = read_existing(out, table, [column])
+    return set() if found is None else set(found.column(column).to_pylist())
 
 
 class CompilePool:
