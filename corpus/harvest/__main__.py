@@ -35,6 +35,7 @@ from schemas.argtypes import (
     positive_float,
     positive_int,
 )
+from schemas.console import print_error
 from schemas.helptext import plain
 
 DEVICES = "auto, cpu, cuda or cuda:N[,M...] (e.g. cuda:0,1)"
@@ -142,13 +143,13 @@ def main(argv: list[str] | None = None) -> int:
             settings = read_settings()
             return exit_code(run_self_test(self_test_config(args.device, args.suite, settings), settings, console))
         except (SettingsError, ValueError) as exc:
-            console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+            print_error(console, str(exc))
             return 2
     config = parse(argv)
     try:
         run_harvest(config, read_settings(), console)
     except (HarvestError, SettingsError, DatasetError, KeyError, ModuleNotFoundError, ValueError) as exc:
-        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+        print_error(console, str(exc))
         return 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: committed runs are kept; rerun the same command to resume", soft_wrap=True)

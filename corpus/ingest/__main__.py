@@ -7,10 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
 from corpus.destination import OutRefused, add_force_out
 from corpus.ingest.app import IngestConfig, ingest
 from corpus.ingest.problems import IngestError
 from schemas.argtypes import non_empty_text
+from schemas.console import print_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = ingest(config)
     except (IngestError, OutRefused, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
         return 2
     for line in summary.lines(config.out):
         print(line)

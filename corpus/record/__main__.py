@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rich.console import Console
+
 from corpus.destination import OutRefused, add_force_out
 from corpus.record.app import RecordCommand, record_workload
 from corpus.record.recorder import RecordError, RecordOptions
 from corpus.record.workload import WorkloadError, parse_command
 from schemas.argtypes import non_empty_text
+from schemas.console import print_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,12 +72,12 @@ def main(argv: list[str] | None = None) -> int:
             force_out=args.force_out,
         )
     except (RecordError, WorkloadError, ValueError) as exc:  # refused before the workload starts
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
         return 2
     try:
         return record_workload(command)  # the workload's own exceptions propagate as usual
     except (RecordError, OutRefused) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
         return 2
     except KeyboardInterrupt:
         return 130

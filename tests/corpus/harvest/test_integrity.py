@@ -202,6 +202,17 @@ def test_out_that_is_a_file_is_refused_before_work(tmp_path, capsys):
     )
 
 
+def test_an_out_with_brackets_is_named_as_typed(tmp_path, capsys):
+    """The defect: the error line went to rich as markup, so --out 'runs[/x]' ended in a
+    MarkupError traceback instead of the one-line refusal."""
+    out = tmp_path / "runs[/x]"  # a file x] in a directory runs[
+    out.parent.mkdir()
+    out.write_text("not a directory")
+    code = harvest_main(["--families", FAMILY, "--max-configs", "1", "--dtypes", "float32", "--out", str(out)])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 2 and f"error: --out {out}: cannot write the dataset there" in printed
+
+
 def test_read_only_out_is_refused_before_work(tmp_path, capsys):
     with tmpfs(tmp_path / "ro", size="1m") as mount:
         remount_read_only(mount)
