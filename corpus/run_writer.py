@@ -13,19 +13,9 @@ from typing import Any
 import pyarrow as pa
 
 from corpus.harvest.runner import existing_ids
-from schemas import TABLES, DatasetWriter
-from schemas.storage import probe_writable, resolve
+from schemas import DatasetWriter
 
 IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
-
-
-def probe_dataset(out: str) -> None:
-    """Create every table directory of ``out`` and write and remove a file in each, before a
-    recording or an import does any work: a destination that cannot take the dataset fails
-    now, and a source that has rows for some tables only (a compile-only trace: no runs)
-    still leaves a dataset ``python -m schemas check`` reads, with those tables empty.
-    Raises :class:`schemas.DatasetError` naming the destination and the reason."""
-    probe_writable(resolve(out), list(TABLES))
 
 
 @dataclass

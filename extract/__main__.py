@@ -8,6 +8,8 @@ import argparse
 import sys
 import traceback
 
+from rich.console import Console
+
 from extract.commands import (
     CompileConfig,
     DescribeConfig,
@@ -18,6 +20,7 @@ from extract.commands import (
 from extract.graph import IrParseError
 from extract.kernel_args import split_signature
 from schemas.argtypes import non_empty_path, non_empty_text, positive_int
+from schemas.console import print_error
 
 
 def _describe_parser() -> argparse.ArgumentParser:
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     except (IrParseError, OSError, ValueError, ImportError, KernelCompileError) as exc:
         if "--traceback" in argv:
             traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
         return 1
 
 

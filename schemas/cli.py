@@ -18,6 +18,7 @@ from rich.table import Table
 from schemas.card import CARD_JSON, CARD_MARKDOWN, write_card
 from schemas.check import check_dataset
 from schemas.compact import compact
+from schemas.console import print_error
 from schemas.doc import render_schema_doc
 from schemas.errors import DatasetError
 from schemas.scrub import scrub_dataset
@@ -48,8 +49,7 @@ def one_line_errors(command: Callable[P, int]) -> Callable[P, int]:
         try:
             return command(*args, **kwargs)
         except (DatasetError, OSError) as exc:
-            console = kwargs.get("console") or Console()
-            console.print(f"[red]error[/]: {error_line(exc)}", soft_wrap=True, highlight=False)  # type: ignore[union-attr]
+            print_error(kwargs.get("console") or Console(), error_line(exc))  # type: ignore[arg-type]
             return EXIT_ERROR
 
     return run

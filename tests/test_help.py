@@ -27,6 +27,8 @@ COMMANDS = [
     ("extract", []),
     ("extract", ["compile"]),
     ("extract.bench", []),
+    ("corpus.guide.bench", []),
+    ("train.replay", []),
 ]
 TRAIN_COMMANDS = [("train", []), ("train.predict", []), ("train.bench", []), ("train.baselines", [])]
 """train's help texts are the costmodel branch's (issue 19 item 8): checked, expected to fail

@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     harvest.add_argument(
         "--rounds",
-        type=int,
+        type=positive_int,
         default=3,
         help="rounds of each comparison, sides alternating; medians reported (default: 3)",
     )
@@ -186,11 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure per-config costs for the dry run's estimates; writes corpus/harvest/calibration.py",
     )
     calibrate_parser.add_argument("--families", default="", help="families to measure, comma-separated (default: all)")
-    calibrate_parser.add_argument("--compile-configs", type=int, default=3, help="configs compiled per family (default: 3)")
-    calibrate_parser.add_argument("--lane-configs", type=int, default=2, help="configs per run of the tiny interpreter harvest (default: 2)")
+    calibrate_parser.add_argument("--compile-configs", type=positive_int, default=3, help="configs compiled per family (default: 3)")
+    calibrate_parser.add_argument("--lane-configs", type=positive_int, default=2, help="configs per run of the tiny interpreter harvest (default: 2)")
     calibrate_parser.add_argument("--scale", default="default", help="scale whose shapes the compiles use (default: default)")
-    calibrate_parser.add_argument("--workers", type=int, default=2, help="compile workers (default: 2)")
-    calibrate_parser.add_argument("--out", default=None, help="write the calibration module here instead of the package's")
+    calibrate_parser.add_argument("--workers", type=positive_int, default=2, help="compile workers (default: 2)")
+    calibrate_parser.add_argument("--out", default=None, help="write the calibration module to this file (default: the package's corpus/harvest/calibration.py)")
     return parser
 
 

@@ -22,6 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.argtypes import positive_int
+from schemas.helptext import plain
+
 BLOCKS_M = (1, 2, 4, 8, 16, 32)
 WARPS = (1, 2, 4, 8)
 
@@ -141,12 +144,15 @@ def run_bench(config: BenchConfig) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m corpus.guide.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m corpus.guide.bench", description=plain(__doc__))
     parser.add_argument("--model", required=True, help="checkpoint directory (python -m train's OUT/checkpoint)")
-    parser.add_argument("--top-k", type=int, default=4, help="configs the guided tuner benchmarks (default 4)")
-    parser.add_argument("--rows", type=int, default=256, help="M (default 256)")
-    parser.add_argument("--cols", type=int, default=1000, help="N (default 1000)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--top-k", type=positive_int, default=4, help="configs the guided tuner benchmarks (default: 4)")
+    parser.add_argument("--rows", type=positive_int, default=256, help="M, rows of the input (default: 256)")
+    parser.add_argument("--cols", type=positive_int, default=1000, help="N, columns of the input (default: 1000)")
+    parser.add_argument(
+        "--device", choices=("auto", "cpu", "cuda"), default="auto",
+        help="cuda, or cpu for Triton's interpreter (default: auto, cuda when available)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not os.path.isfile(os.path.join(args.model, "checkpoint.json")):
         parser.error(f"--model {args.model}: no checkpoint.json there")

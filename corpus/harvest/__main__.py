@@ -20,6 +20,7 @@ import sys
 
 from rich.console import Console
 
+from corpus.destination import add_force_out
 from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
 from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
@@ -34,6 +35,7 @@ from schemas.argtypes import (
     positive_float,
     positive_int,
 )
+from schemas.console import print_error
 from schemas.helptext import plain
 
 DEVICES = "auto, cpu, cuda or cuda:N[,M...] (e.g. cuda:0,1)"
@@ -100,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--estimate-for", type=_box, default=None, metavar="CORESxGPUS", help="with --dry-run: also estimate the duration on such a box, e.g. 16x1 (compile side measured, GPU lanes from assumed rates; default: this machine only)")
     p.add_argument("--allow-empty", action="store_true", help="exit 0 when the selection plans no runs (default: that is an error)")
     p.add_argument("--allow-repeat", action="store_true", help="run even while an identical harvest (same runs) is writing into the same --out; by default the second one stops")
-    p.add_argument("--force-out", action="store_true", help="write into an --out that is a non-empty directory holding no dataset, and replace a README.md or card.json there that kernel-corpus did not write with the dataset card (default: refused before any work)")
+    add_force_out(p, card=True)
     p.add_argument("--no-compact", dest="compact", action="store_false", help="leave the files this harvest wrote as they are (default: merge them per partition at the end)")
     p.add_argument("--self-test", action="store_true", help="check this machine instead of harvesting: device facts, copy bandwidth vs peak, the L2 flush, the compile-worker -> launch cache hit, each timer (the interpreter subset without a GPU); exit 1 if a check fails")
     p.add_argument("--rank-with", default=None, metavar="MODEL_DIR", help="a cost model (python -m train's OUT/checkpoint): compile every config, benchmark only the default and the model's choice (--budget), record the rest as skipped with the model named; a later harvest without --budget measures them")
@@ -160,13 +162,13 @@ def main(argv: list[str] | None = None) -> int:
             settings = read_settings()
             return exit_code(run_self_test(self_test_config(args.device, args.suite, settings), settings, console))
         except (SettingsError, ValueError) as exc:
-            console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+            print_error(console, str(exc))
             return 2
     config = parse(argv)
     try:
         run_harvest(config, read_settings(), console)
     except (HarvestError, SettingsError, DatasetError, KeyError, ModuleNotFoundError, ValueError) as exc:
-        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+        print_error(console, str(exc))
         return 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: committed runs are kept; rerun the same command to resume", soft_wrap=True)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.padding import Padding
+from rich.text import Text
 
+from corpus.destination import probe_out
 from corpus.harvest.checks import (
     HarvestInputError,
     check_dtypes,
@@ -19,7 +23,6 @@ from corpus.harvest.checks import (
     harvest_lock,
     load_families,
     plan_lock_name,
-    probe_out,
 )
 from corpus.harvest.claims import RunClaims, committed_harvests
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
@@ -42,15 +45,17 @@ from corpus.harvest.runner import (
     bench_settings,
 )
 from corpus.harvest.scratch import scratch_directory
-from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environment
+from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environments
 from corpus.harvest.timing import l2_flush_bytes
 from corpus.harvest.workers import start_fork_server
 from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
+from corpus.terminal import print_trimmed
 from schemas.card import write_card
 from schemas.compact import compact
 from schemas.enums import DEVICE_INTERPRETER, Timer
 from schemas.errors import DatasetError
 from schemas.machine import machine_label
+from schemas.writer import new_writer_id
 
 if TYPE_CHECKING:
     from corpus.harvest.guided import RunGuide
@@ -330,42 +335,51 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     # The lock stops an accidental second identical harvest; run claims stop overlapping ones
     # from measuring a run at once; workers' scratch files live in a directory this process
     # owns and removes, even when it had to kill a worker.
+    writer_id = new_writer_id()
+    with harvesting(config, planned, writer_id, console), scratch_directory() as scratch:
+        progress = HarvestProgress(console, todo)
+        harvester = Harvester(
+            execution,
+            specs,
+            facts,
+            toolchain,
+            versions(),
+            worker_environments(settings, cache_dir=execution.cache_dir or "", scratch_dir=scratch),
+            on_config=progress.config_done,
+            on_run=progress.run_done,
+            claims=RunClaims.for_harvest(config.out, known, enabled=claiming),
+            writer_id=writer_id,
+            guide=guide,
+        )
+        with progress:
+            totals = harvester.run(todo)
+        print_summary(console, totals, progress.elapsed_s, config.out)
+        if guide is not None:
+            guide.print_summary(console, totals.results)
+    return HarvestOutcome(planned, len(planned) - len(todo), totals)
+
+
+@contextlib.contextmanager
+def harvesting(
+    config: HarvestConfig, planned: list[PlannedRun], writer_id: str, console: Console
+) -> Iterator[None]:
+    """Around a harvest's measuring (the body): hold the plan lock (:func:`harvest_lock`),
+    record ``writer_id`` as pending (:mod:`corpus.harvest.pending`) before the body writes, and
+    when the body returns, do the last step (:func:`finish`) for the files whose names start
+    with ``writer_id`` and those of killed harvests of the plan, then clear their record. A
+    body that raises leaves the record, so a rerun finishes the job. ``writer_id``: the one
+    writer of a local harvest, or the prefix every lane writer of a Ray harvest shares."""
     with harvest_lock(config.out, planned, allow_repeat=config.allow_repeat) as lock_warning:
         if lock_warning:
             console.print(f"[yellow]warning[/]: {lock_warning}", soft_wrap=True)
         pending = None if config.allow_repeat else PendingFinish.of(config.out, plan_lock_name(planned))
         before = pending.writers() if pending else []
-        with scratch_directory() as scratch:
-
-            def environment_for(interpret: bool) -> dict[str, str]:
-                return worker_environment(
-                    settings, interpret=interpret, cache_dir=execution.cache_dir or "", scratch_dir=scratch
-                )
-
-            progress = HarvestProgress(console, todo)
-            harvester = Harvester(
-                execution,
-                specs,
-                facts,
-                toolchain,
-                versions(),
-                environment_for,
-                on_config=progress.config_done,
-                on_run=progress.run_done,
-                claims=RunClaims.for_harvest(config.out, known, enabled=claiming),
-                guide=guide,
-            )
-            if pending:
-                pending.add(harvester.writer.writer_id)  # before its first file
-            with progress:
-                totals = harvester.run(todo)
-        print_summary(console, totals, progress.elapsed_s, config.out)
-        if guide is not None:
-            guide.print_summary(console, totals.results)
-        finish(config, console, [*harvester.writer.files_written, *files_of(config.out, before)])
         if pending:
-            pending.remove([*before, harvester.writer.writer_id])
-    return HarvestOutcome(planned, len(planned) - len(todo), totals)
+            pending.add(writer_id)  # before the first file
+        yield
+        finish(config, console, files_of(config.out, [writer_id, *before]))
+        if pending:
+            pending.remove([*before, writer_id])
 
 
 def finish(config: HarvestConfig, console: Console, files: list[str]) -> None:
@@ -513,8 +527,9 @@ def print_estimates(
     from corpus.harvest.calibration import COSTS
 
     def show(lines: list[str]) -> None:
-        for line in lines:
-            console.print(line, soft_wrap=True)
+        for line in lines:  # wrapped to the terminal, continuation lines under their text
+            text = line.lstrip()
+            print_trimmed(console, Padding(Text(text), (0, 0, 0, len(line) - len(text))))
 
     show(describe(here, "here"))
     if config.estimate_for is None:

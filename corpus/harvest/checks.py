@@ -2,8 +2,9 @@
 
 Called by :func:`corpus.harvest.app.run_harvest` in this order: the suite imports and has
 families, the dtypes exist, the compile target is one the installed Triton can build, the
-plan is not empty, ``--out`` is a dataset (or new, or empty) that can take files, and no
-identical harvest is running into the same dataset (:func:`harvest_lock`).
+plan is not empty, ``--out`` is a place for a dataset (:func:`corpus.destination.probe_out`,
+shared with the other commands that write one), and no identical harvest is running into the
+same dataset (:func:`harvest_lock`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from corpus.harvest.plan import PlannedRun
 from corpus.suite.registry import load_suite, select
 from corpus.suite.spec import KernelSpec
-from schemas.destination import prepare_destination
-from schemas.errors import DatasetError
 from schemas.identity import content_hash
 from schemas.locking import LockHeldError, dataset_lock, holder_line
 from schemas.storage import resolve
@@ -92,19 +91,6 @@ def check_plan(
     raise HarvestInputError(
         f"the selection plans no runs{reasons}; nothing to do (pass --allow-empty to accept that)"
     )
-
-
-FORCE_OUT = "--force-out"
-
-
-def probe_out(out: str, *, force: bool = False) -> None:
-    """``out`` is a dataset, or new, or an empty directory, with no README.md/card.json that
-    kernel-corpus did not write (``force`` accepts those), and can take files
-    (:func:`schemas.destination.prepare_destination`): refused here, before any work."""
-    try:
-        prepare_destination(out, force=force, force_flag=FORCE_OUT)
-    except DatasetError as exc:
-        raise HarvestInputError(f"--out {exc}") from None
 
 
 def plan_key(planned: Sequence[PlannedRun]) -> str:

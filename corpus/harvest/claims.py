@@ -15,8 +15,10 @@ run), and measures only the rest, as a rerun would; a run with nothing left is n
 A killed holder's claim is released by the kernel, and the run's uncommitted configs are
 measured by whoever claims it next.
 
-Claims exist for local datasets only (flock), and only while resuming: ``--no-resume`` and
-``--allow-repeat`` measure again on purpose.
+Every lane claims: the lanes of a harvest on one machine, and the lane actors of a Ray harvest
+(:mod:`corpus.harvest.cluster`), whose claims the dataset's storage shares across nodes. Claims
+exist for local datasets only (flock; a path, not an object store), and only while resuming:
+``--no-resume`` and ``--allow-repeat`` measure again on purpose.
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from corpus.harvest.plan import PlannedRun
-from corpus.harvest.resume import resume_plan
-from schemas import DatasetError, read_table
+from corpus.harvest.resume import read_existing, resume_plan
 from schemas.locking import FileLock, holder_line, is_lockable
 from schemas.storage import resolve
 
@@ -38,12 +39,9 @@ CLAIM_DIR = "runs"
 
 def committed_harvests(out: str) -> set[tuple[str, str]]:
     """(run_id, harvest_id) of every committed run of ``out`` (empty for a new dataset)."""
-    try:
-        runs = read_table(out, "runs", columns=["run_id", "harvest_id"])
-    except DatasetError as exc:
-        if "not found" in str(exc):
-            return set()
-        raise
+    runs = read_existing(out, "runs", ["run_id", "harvest_id"])
+    if runs is None:
+        return set()
     return set(zip(runs.column("run_id").to_pylist(), runs.column("harvest_id").to_pylist()))
 
 
@@ -99,12 +97,9 @@ class RunClaims:
     def _left(self, run: PlannedRun, settings: Mapping[str, Any], own_harvest: str) -> PlannedRun | None:
         """The configs of ``run`` no harvest committed since the plan (the plan's own, when
         no other harvest committed the run meanwhile: one small read of ``runs``)."""
-        try:
-            rows = read_table(self.out, "runs", columns=["harvest_id"], filters=[("run_id", "=", run.run_id)])
-        except DatasetError as exc:
-            if "not found" in str(exc):
-                return run
-            raise
+        rows = read_existing(self.out, "runs", ["harvest_id"], filters=[("run_id", "=", run.run_id)])
+        if rows is None:
+            return run
         news = {
             h for h in rows.column("harvest_id").to_pylist()
             if h != own_harvest and (run.run_id, h) not in self.known

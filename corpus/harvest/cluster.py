@@ -10,14 +10,23 @@ driver holds no data and a restarted driver resumes from the dataset. A lost act
 by Ray (``max_restarts``) and its in-flight run is handed out again; the rows it had written for
 that run were never committed (each actor incarnation is a harvest of its own ``harvest_id``),
 so nothing is lost or counted twice.
+
+The driver holds the plan lock, records the harvest as pending and does the last step
+(compaction, card) as a harvest on one machine does (:func:`corpus.harvest.app.harvesting`), so
+a rerun after a kill during that step completes it; the lanes claim each run before measuring it
+(:mod:`corpus.harvest.claims`), so a harvest whose plan overlaps (on Ray or not) never measures a
+(run, config) at the same time. Locks, claims and the pending record are flocks and files of a
+local dataset (a path every node and the driver reach, e.g. NFS): an fsspec URL (an object
+store) has none, as for any harvest.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
+import string
 import time
-import uuid
 from collections import Counter, deque
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -27,18 +36,20 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from corpus.destination import probe_out
 from corpus.harvest.app import (
     HarvestConfig,
     HarvestError,
     HarvestOutcome,
-    compact_own_files,
     device_facts,
+    finish_interrupted,
+    harvesting,
     plan_request,
-    refresh_card,
     resolve_execution,
     versions,
 )
-from corpus.harvest.checks import check_dtypes, check_plan, load_families, probe_out
+from corpus.harvest.checks import check_dtypes, check_plan, load_families
+from corpus.harvest.claims import RunClaims, committed_harvests
 from corpus.harvest.compile_worker import CompileOutcome, CompileTask
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.identity import toolchain_fingerprint
@@ -47,9 +58,10 @@ from corpus.harvest.report import print_plan
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import CompilePool, Execution, Harvester, HarvestTotals, bench_settings
 from corpus.harvest.scratch import scratch_directory
-from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environment
+from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environments
 from corpus.suite.spec import KernelSpec
 from schemas.enums import DEVICE_INTERPRETER
+from schemas.writer import new_writer_id
 
 LANE_RESOURCE = "kernel_corpus_lane"
 """Custom Ray resource that stands for a benchmark lane on the interpreter (no GPU): start the
@@ -89,8 +101,6 @@ class RunDone:
     configs: int
     by_status: Mapping[str, int]
     seconds: float
-    files: tuple[str, ...] = ()
-    """Every file the lane has written so far (for compaction at the end)."""
 
 
 # -- compile tasks ----------------------------------------------------------------------------
@@ -151,9 +161,16 @@ class Lane:
     """A benchmark lane on one device of one node (run as a Ray actor, see :func:`lane_actor`).
 
     It reads its own node's environment (Triton cache, CUDA_VISIBLE_DEVICES, which Ray sets to
-    the actor's GPU), so lanes on different nodes need not agree on paths."""
+    the actor's GPU), so lanes on different nodes need not agree on paths. ``token``: the
+    harvest's, which the names of every file the lane writes start with (in every incarnation:
+    Ray restarts an actor with the same arguments), so the driver can record them as pending
+    before any lane writes (:mod:`corpus.harvest.pending`). ``known``: (run_id, harvest_id) of
+    the dataset's committed runs when the driver planned, for run claims
+    (:mod:`corpus.harvest.claims`); None: no claims (``--no-resume``, ``--allow-repeat``)."""
 
-    def __init__(self, config: HarvestConfig) -> None:
+    def __init__(
+        self, config: HarvestConfig, token: str, known: frozenset[tuple[str, str]] | None
+    ) -> None:
         import ray
 
         settings = read_settings()
@@ -169,14 +186,9 @@ class Lane:
         execution = replace(execution, flush_every_s=float("inf"))  # execute_one commits each run
         self.stack = contextlib.ExitStack()
         scratch = self.stack.enter_context(scratch_directory())
-
-        def environment_for(interpret: bool) -> dict[str, str]:
-            return worker_environment(
-                settings,
-                interpret=interpret,
-                cache_dir=execution.cache_dir or "",
-                scratch_dir=scratch,
-            )
+        environment_for = worker_environments(
+            settings, cache_dir=execution.cache_dir or "", scratch_dir=scratch
+        )
 
         specs = load_families(config.suite, config.families)
         self.harvester = Harvester(
@@ -187,6 +199,8 @@ class Lane:
             versions(),
             environment_for,
             pool=RayCompilePool(execution, environment_for(False)),
+            claims=RunClaims.for_harvest(config.out, known or (), enabled=known is not None),
+            writer_id=f"{token}-{new_writer_id()}",
         )
         self.facts = LaneFacts(ray.util.get_node_ip_address(), facts, toolchain, execution)
         self.current: str | None = None
@@ -220,7 +234,6 @@ class Lane:
             len(rows),
             Counter(row["status"] for row in rows),
             time.perf_counter() - begin,
-            tuple(self.harvester.writer.files_written),
         )
 
     def close(self) -> None:
@@ -325,21 +338,35 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         raise HarvestError(
             f"--ray --device {config.device}: use cuda (one lane per GPU of the cluster) or cpu"
         )
+    if not config.dry_run:
+        probe_out(config.out, force=config.force_out)  # before a cluster or an actor starts
+    claiming = config.resume and not config.allow_repeat and not config.dry_run
+    known = frozenset(committed_harvests(config.out)) if claiming else None  # before resume reads
     connect(config.ray or "auto")
     resources = ray.cluster_resources()
     count = lane_count(interpreter, resources)
     actor_class = lane_actor(interpreter, resources)
-    token = uuid.uuid4().hex[:8]  # names stay unique when two harvests share a cluster
+    token = harvest_token()
+    committed = None if known is None else ray.put(known)  # stored once, not once per actor
     actors = [
-        actor_class.options(name=f"{ACTOR_PREFIX}{token}-{i}").remote(config) for i in range(count)
+        actor_class.options(name=f"{ACTOR_PREFIX}{token}-{i}").remote(config, token, committed)
+        for i in range(count)
     ]
     try:
-        return _harvest(config, specs, actors, interpreter, console)
+        return _harvest(config, specs, actors, interpreter, console, token)
     finally:
         for actor in actors:
             with contextlib.suppress(Exception):
                 ray.get(actor.close.remote(), timeout=60)
             ray.kill(actor, no_restart=True)
+
+
+def harvest_token() -> str:
+    """A new Ray harvest's token: lowercase letters (``ray`` and 12 random ones), so that in
+    its lanes' file names ``part-<token>-<writer id>-<seq>.parquet`` it reads as a prefix word,
+    as ``compact`` and ``scrub`` add theirs. Also keeps actor names apart when two harvests
+    share a cluster."""
+    return "ray" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(12))
 
 
 def _harvest(
@@ -348,6 +375,7 @@ def _harvest(
     actors: list[Any],
     interpreter: bool,
     console: Console,
+    token: str,
 ) -> HarvestOutcome:
     import ray
 
@@ -375,25 +403,24 @@ def _harvest(
         committed = {r.run_id for r in planned} - {r.run_id for r in resumed.todo}
         print_plan(console, planned, committed, first.facts, first.execution)
         return HarvestOutcome(planned, len(planned) - len(resumed.todo), None)
-    probe_out(config.out, force=config.force_out)
     console.print(
         f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"
     )
     if not resumed.todo:
+        finish_interrupted(config, planned, console)
         return HarvestOutcome(planned, len(planned), None)
-    feed = Feed(deque(sorted(resumed.todo, key=lambda r: (-r.estimated_cost, r.run_id))))
-    begin = time.monotonic()
-    feed_runs(feed, actors, console)
-    elapsed = time.monotonic() - begin
+    # the same plan lock, pending record and last step as a harvest on one machine; the lanes
+    # claim each run before measuring it
+    with harvesting(config, planned, token, console):
+        feed = Feed(deque(sorted(resumed.todo, key=lambda r: (-r.estimated_cost, r.run_id))))
+        begin = time.monotonic()
+        feed_runs(feed, actors, console)
+        elapsed = time.monotonic() - begin
+        print_nodes(console, feed, elapsed)
     totals = HarvestTotals(runs_done=len(feed.done), configs_done=sum(d.configs for d in feed.done))
     for done in feed.done:
         for status, n in done.by_status.items():
             totals.by_status[status] = totals.by_status.get(status, 0) + n
-    print_nodes(console, feed, elapsed)
-    if config.compact:
-        files = sorted({path for done in feed.done for path in done.files})
-        compact_own_files(config.out, files, console)
-    refresh_card(config, console)
     if feed.given_up:
         raise HarvestError(
             f"{len(feed.given_up)} run(s) not done: lost with their lane {MAX_ATTEMPTS} times, "

@@ -8,6 +8,8 @@ every file it writes) in ``DIR/.locks/harvest-<plan>.pending`` before it writes,
 it once the card is written. A later harvest of the same plan, holding the same lock, finds
 there the writer ids of predecessors that did not finish, and compacts their files and
 refreshes the card along with its own, even when it has no run left to do.
+(:func:`corpus.harvest.app.harvesting` does this for a harvest on one machine and on Ray; a
+Ray harvest records its token, the prefix of every lane writer's id, in every incarnation.)
 
 Local datasets only (the plan lock, which makes the record safe to update, is a flock).
 """
@@ -76,7 +78,8 @@ class PendingFinish:
 
 def files_of(out: str, writer_ids: Iterable[str]) -> list[str]:
     """Paths of the live files in ``out`` written by ``writer_ids`` (their names start with
-    ``part-<writer id>-``, see :class:`schemas.DatasetWriter`)."""
+    ``part-<writer id>-``, see :class:`schemas.DatasetWriter`; a writer id's prefix up to a
+    ``-`` names all the writers that share it)."""
     prefixes = tuple(f"part-{writer_id}-" for writer_id in writer_ids)
     if not prefixes:
         return []

@@ -18,8 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pyarrow as pa
+
 from corpus.harvest.plan import PlannedRun
 from schemas import DatasetError, read_table
+from schemas.reader import Filters
 
 BENCH_SETTINGS = ("timer", "timing_passes", "reps_per_pass", "warmup", "l2_flush_bytes")
 BUDGET_SKIP = "not benchmarked under --budget"
@@ -55,13 +58,22 @@ class ResumePlan:
         return "; ".join(parts)
 
 
-def _read(out: str, table: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+def read_existing(
+    out: str, table: str, columns: Sequence[str], filters: Filters = None
+) -> pa.Table | None:
+    """``columns`` of ``table`` in the dataset at ``out`` (rows matching ``filters``), or None
+    when the table does not exist yet (a new dataset); any other DatasetError is raised."""
     try:
-        return read_table(out, table, columns=list(columns)).to_pylist()
+        return read_table(out, table, columns=list(columns), filters=filters)
     except DatasetError as exc:
         if "not found" in str(exc):
-            return []
+            return None
         raise
+
+
+def _read(out: str, table: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+    found = read_existing(out, table, columns)
+    return [] if found is None else found.to_pylist()
 
 
 def _difference(earlier: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:

@@ -47,12 +47,13 @@ from corpus.harvest.measure_worker import (
     TimeReps,
 )
 from corpus.harvest.plan import PlannedConfig, PlannedRun
+from corpus.harvest.resume import read_existing
 from corpus.harvest.rows import kernel_row, measurement_row, now, run_row
 from corpus.harvest.sass_batch import SassBatcher, batcher_for_target, fill_row
 from corpus.harvest.scheduler import Scheduler
 from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerProcess, WorkerTimeout
 from corpus.suite.spec import KernelSpec
-from schemas import DatasetError, DatasetWriter, read_table
+from schemas import DatasetWriter
 from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.errors import WriteFailedError
 
@@ -164,12 +165,8 @@ class HarvestTotals:
 
 def existing_ids(out: str, table: str, column: str) -> set[str]:
     """Values of ``column`` already in the dataset (empty when the table does not exist yet)."""
-    try:
-        return set(read_table(out, table, columns=[column]).column(column).to_pylist())
-    except DatasetError as exc:
-        if "not found" in str(exc):
-            return set()
-        raise
+    found = read_existing(out, table, [column])
+    return set() if found is None else set(found.column(column).to_pylist())
 
 
 class CompilePool:
@@ -433,20 +430,23 @@ class Harvester:
         on_run: Callable[[RunResult], None] | None = None,
         pool: Compiler | None = None,
         claims: RunClaims | None = None,
+        writer_id: str | None = None,
         guide: RunGuide | None = None,
     ) -> None:
         """``pool``: where compiles run (default: a :class:`CompilePool` of local processes; the
         Ray harvest passes one that submits Ray tasks). ``claims``: run claims on the dataset
         (:mod:`corpus.harvest.claims`), so a harvest whose plan overlaps this one's never
-        measures a run at the same time (None: no claims). ``guide``: benchmark only what a
-        model chooses of each run (``--rank-with``, :mod:`corpus.harvest.guided`)."""
+        measures a run at the same time (None: no claims). ``writer_id``: what the names of the
+        files it writes start with (default: a new one), as recorded before the harvest writes
+        (:mod:`corpus.harvest.pending`). ``guide``: benchmark only what a model chooses of each
+        run (``--rank-with``, :mod:`corpus.harvest.guided`)."""
         self.execution = execution
         self.specs = specs
         self.facts = facts
         self.toolchain = toolchain
         self.versions = versions
         self.harvest_id = uuid.uuid4().hex[:16]
-        self.writer = DatasetWriter(execution.out)
+        self.writer = DatasetWriter(execution.out, writer_id=writer_id)
         self.write_lock = threading.Lock()
         self.stop = threading.Event()
         self.on_config = on_config or (lambda status: None)
@@ -833,11 +833,15 @@ class Harvester:
     ) -> RunResult | None:
         """Execute ``run`` on the first lane and commit it before returning (the Ray actor's
         unit of work: a run handed back is durable). ``compiles``: from
-        :meth:`submit_compiles`, else queued now. None when the harvest is stopping."""
+        :meth:`submit_compiles`, else queued now. None when the harvest is stopping, or when
+        another harvest committed the whole run while this one waited for its claim."""
         if compiles is None:
             compiles = self._submit_run(run)
-        result = self._execute_run(self.lanes[0], run, compiles)
-        self.flush()
+        try:
+            result = self._execute_run(self.lanes[0], run, compiles)
+            self.flush()
+        finally:
+            self.release_claims()  # committed (the flush gave it back), or it never will be
         return result
 
     # -- the whole harvest --------------------------------------------------------------------

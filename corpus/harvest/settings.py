@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from corpus.harvest.device import parse_visible_devices
@@ -200,3 +200,17 @@ def worker_environment(
     if interpret:
         environment.update(SINGLE_THREAD_MATH)
     return environment
+
+
+def worker_environments(
+    settings: Settings, *, cache_dir: str, scratch_dir: str | None = None
+) -> Callable[[bool], dict[str, str]]:
+    """:func:`worker_environment` of one harvest's workers, by ``interpret`` (a
+    :class:`corpus.harvest.runner.Harvester`'s ``environment_for``)."""
+
+    def environment_for(interpret: bool) -> dict[str, str]:
+        return worker_environment(
+            settings, interpret=interpret, cache_dir=cache_dir, scratch_dir=scratch_dir
+        )
+
+    return environment_for

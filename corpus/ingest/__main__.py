@@ -7,8 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
+from corpus.destination import OutRefused, add_force_out
 from corpus.ingest.app import IngestConfig, ingest
 from corpus.ingest.problems import IngestError
+from schemas.argtypes import non_empty_text
+from schemas.console import print_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +28,13 @@ def _parser() -> argparse.ArgumentParser:
     trace = sub.add_parser("tritonparse", help="a tritonparse NDJSON trace")
     trace.add_argument("log", type=Path, help="TRACE.ndjson")
     for command in (helion, trace):
-        command.add_argument("--out", required=True, help="dataset directory or URL")
+        command.add_argument(
+            "--out",
+            required=True,
+            type=non_empty_text,
+            help="dataset directory or URL: a new or empty directory, or a dataset (see --force-out)",
+        )
+        add_force_out(command)
         command.add_argument(
             "--strict",
             action="store_true",
@@ -40,11 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         out=args.out,
         meta=getattr(args, "meta", None),
         strict=args.strict,
+        force_out=args.force_out,
     )
     try:
         summary = ingest(config)
-    except (IngestError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (IngestError, OutRefused, OSError) as exc:
+        print_error(Console(stderr=True), str(exc))
         return 2
     for line in summary.lines(config.out):
         print(line)

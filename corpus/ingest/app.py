@@ -7,13 +7,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corpus.destination import probe_out
 from corpus.harvest.rows import now
 from corpus.ingest.helion import helion_runs
 from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import ImportedRun, imported_rows
 from corpus.ingest.tritonparse import autotune_runs, graphs_of, read_trace
-from corpus.run_writer import RunWriter, probe_dataset
-from schemas.errors import DatasetError
+from corpus.run_writer import RunWriter
 
 FORMATS = ("helion", "tritonparse")
 
@@ -28,6 +28,9 @@ class IngestConfig:
     meta: Path | None = None
     """Helion's ``.meta.jsonl`` sidecar (default: beside the CSV)."""
     strict: bool = False
+    force_out: bool = False
+    """Accept an ``out`` that is a non-empty directory holding no dataset, or whose README.md or
+    card.json kernel-corpus did not write (see :func:`corpus.destination.probe_out`)."""
 
 
 @dataclass
@@ -63,7 +66,8 @@ class IngestSummary:
 
 def _check(config: IngestConfig) -> None:
     """Refuse what cannot be imported before anything is read or written: an unknown format,
-    missing or non-UTF-8 inputs, an ``--out`` that cannot take the dataset."""
+    missing or non-UTF-8 inputs, an ``--out`` that is no place for the dataset
+    (:class:`corpus.destination.OutRefused`)."""
     if config.format not in FORMATS:
         raise IngestError(f"unknown format {config.format!r}; expected one of {', '.join(FORMATS)}")
     if not config.log.is_file():
@@ -76,10 +80,7 @@ def _check(config: IngestConfig) -> None:
     for path in inputs:
         if path.is_file():
             _check_utf8(path)
-    try:
-        probe_dataset(config.out)
-    except DatasetError as exc:
-        raise IngestError(f"--out {exc}") from None
+    probe_out(config.out, force=config.force_out)
 
 
 def _check_utf8(path: Path, chunk_bytes: int = 1 << 20) -> None:

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rich.console import Console
+
+from corpus.destination import OutRefused, add_force_out
 from corpus.record.app import RecordCommand, record_workload
 from corpus.record.recorder import RecordError, RecordOptions
 from corpus.record.workload import WorkloadError, parse_command
+from schemas.argtypes import non_empty_text
+from schemas.console import print_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -17,7 +22,13 @@ def _parser() -> argparse.ArgumentParser:
         "(configs, timings, IR graphs, static stats) into a dataset.",
         epilog="example: python -m corpus.record --out dataset -- python train.py --steps 10",
     )
-    parser.add_argument("--out", required=True, help="dataset directory or URL")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=non_empty_text,
+        help="dataset directory or URL: a new or empty directory, or a dataset (see --force-out)",
+    )
+    add_force_out(parser)
     parser.add_argument(
         "--device",
         choices=("auto", "cpu", "cuda"),
@@ -58,14 +69,15 @@ def main(argv: list[str] | None = None) -> int:
             ),
             workload=parse_command(argv[split + 1 :]),
             device=args.device,
+            force_out=args.force_out,
         )
     except (RecordError, WorkloadError, ValueError) as exc:  # refused before the workload starts
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
         return 2
     try:
         return record_workload(command)  # the workload's own exceptions propagate as usual
-    except RecordError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (RecordError, OutRefused) as exc:
+        print_error(Console(stderr=True), str(exc))
         return 2
     except KeyboardInterrupt:
         return 130

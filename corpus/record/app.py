@@ -6,12 +6,11 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from corpus.destination import probe_out
 from corpus.harvest.settings import interpreter_selected, select_interpreter
 from corpus.record.recorder import Recorder, RecordError, RecordOptions, RecordSummary
 from corpus.record.workload import Workload, run_workload
-from corpus.run_writer import probe_dataset
 from extract.versions import interpreter_defect
-from schemas.errors import DatasetError
 
 
 @dataclass(frozen=True)
@@ -22,6 +21,9 @@ class RecordCommand:
     workload: Workload
     device: str = "auto"
     """'auto' (the interpreter when there is no GPU), 'cpu' (always the interpreter) or 'cuda'."""
+    force_out: bool = False
+    """Accept an ``out`` that is a non-empty directory holding no dataset, or whose README.md or
+    card.json kernel-corpus did not write (see :func:`corpus.destination.probe_out`)."""
 
 
 def choose_device(device: str) -> None:
@@ -69,12 +71,10 @@ def format_summary(out: str, summary: RecordSummary) -> str:
 
 def record_workload(command: RecordCommand, out: TextIO | None = None) -> int:
     """Run the workload under the recorder; returns the workload's exit status. An interrupt
-    (Ctrl-C) leaves every finished tuning committed and is re-raised."""
+    (Ctrl-C) leaves every finished tuning committed and is re-raised. A wrong ``--out`` is
+    :class:`corpus.destination.OutRefused`, before the workload starts."""
     out = out or sys.stderr
-    try:  # before anything else: a bad --out must not cost the whole workload
-        probe_dataset(command.options.out)
-    except DatasetError as exc:
-        raise RecordError(f"--out {exc}") from None
+    probe_out(command.options.out, force=command.force_out)  # a bad --out must not cost the workload
     choose_device(command.device)
     recorder = Recorder(command.options)
     try:

@@ -41,25 +41,10 @@ class RecordCompileTask:
 def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """The call's arguments with tensors replaced by meta tensors (no data crosses the pipe;
     the compiler reads only dtype and pointer alignment, and a meta tensor is aligned), also
-    the base tensors of ``TensorDescriptor`` arguments."""
-    import copy
+    the base tensors of ``TensorDescriptor`` arguments (:func:`corpus.record.replay.shadow`)."""
+    from corpus.record.replay import shadow
 
-    import torch
-
-    from corpus.record.replay import is_descriptor
-
-    def portable(value: Any) -> Any:
-        if torch.is_tensor(value):
-            return torch.empty_strided(
-                tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta"
-            )
-        if is_descriptor(value):
-            twin = copy.copy(value)
-            twin.base = portable(value.base)
-            return twin
-        return value
-
-    return {name: portable(v) for name, v in args.items()}
+    return {name: shadow(v) for name, v in args.items()}
 
 
 class RecordCompileHandler:

@@ -18,7 +18,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["HookReplayError", "config_arguments", "is_descriptor"]
+__all__ = ["HookReplayError", "config_arguments", "is_descriptor", "shadow"]
 
 
 class HookReplayError(RuntimeError):
@@ -31,7 +31,11 @@ def is_descriptor(value: Any) -> bool:
     return all(hasattr(value, name) for name in ("base", "block_shape", "strides", "padding"))
 
 
-def _shadow(value: Any) -> Any:
+def shadow(value: Any) -> Any:
+    """``value`` with no data of the workload's: a tensor as a meta tensor of the same shape,
+    strides and dtype (all the compiler reads of it, and a meta tensor is aligned), a
+    descriptor as a copy on such a shadow of its base (its own ``block_shape`` list, for hooks
+    to set), anything else as it is."""
     import torch
 
     if torch.is_tensor(value):
@@ -40,7 +44,7 @@ def _shadow(value: Any) -> Any:
         )
     if is_descriptor(value):
         twin = copy.copy(value)
-        twin.base = _shadow(value.base)
+        twin.base = shadow(value.base)
         twin.block_shape = list(value.block_shape)
         return twin
     return value
@@ -67,7 +71,7 @@ def config_arguments(autotuner: Any, config: Any, args: Mapping[str, Any]) -> di
     if config is None:  # not one of the autotuner's configs: nothing to replay
         return dict(args)
     kwargs = dict(getattr(config, "all_kwargs", lambda: config.kwargs)())
-    nargs = {name: _shadow(value) for name, value in args.items()}
+    nargs = {name: shadow(value) for name, value in args.items()}
     nargs.update(kwargs)
     hooks = [("the config's pre_hook", getattr(config, "pre_hook", None))]
     if autotuner is not None and getattr(autotuner, "pre_hook", None) is not None:

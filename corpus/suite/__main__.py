@@ -26,6 +26,7 @@ from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
 from corpus.terminal import plural, print_trimmed
 from schemas.argtypes import non_empty_path, non_empty_text, non_negative_int
+from schemas.console import print_error
 from schemas.helptext import plain
 
 
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0 if run_check(command, console) else 1
     except (KeyError, ModuleNotFoundError, RuntimeError) as exc:
-        console.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}", highlight=False, soft_wrap=True)
+        print_error(console, str(exc.args[0] if exc.args else exc))
         return 2
     return 0
 

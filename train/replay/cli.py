@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from schemas import DatasetError
+from schemas.argtypes import number, positive_int
 from train.replay.app import ReplayConfig, check_config, run_replay
 from train.replay.report import write_outputs
 from train.replay.strategies import STRATEGIES
@@ -41,19 +42,26 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     parser.add_argument(
         "--strategies",
         default=",".join(STRATEGIES),
-        help=f"comma-separated subset of {','.join(STRATEGIES)}",
+        help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all of them)",
     )
     parser.add_argument(
-        "--repeats", type=int, default=3, help="seeded draws per run of the lfbo tuner (default 3)"
+        "--repeats", type=positive_int, default=3, help="seeded draws per run of the lfbo tuner (default: 3)"
     )
-    parser.add_argument("--harvests", choices=HARVEST_MODES, default="latest")
+    parser.add_argument(
+        "--harvests",
+        choices=HARVEST_MODES,
+        default="latest",
+        help="which harvest's rows of a repeated run to replay (default: latest)",
+    )
     parser.add_argument(
         "--ei-threshold",
-        type=float,
+        type=number(minimum=0.0, maximum=1.0),
         default=0.01,
-        help="auto stops when no config is expected to improve the best by this fraction (0.01)",
+        help="auto stops when no config is expected to improve the best by this fraction (default: 0.01)",
     )
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument(
+        "--threads", type=positive_int, default=None, help="torch intra-op threads (default: torch's)"
+    )
     args = parser.parse_args(argv)
     strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
     config = ReplayConfig(

@@ -11,12 +11,14 @@ import pytest
 from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.claims import RunClaims
 from corpus.harvest.cluster import ACTOR_PREFIX, LANE_RESOURCE
 from corpus.harvest.settings import read_settings
 from schemas import committed_runs, read_table
+from schemas.check import check_dataset
 from tests.conftest import RAY_LANES
 
-from .conftest import FAMILIES
+from .conftest import FAMILIES, ONE_RUN_FAMILY, assert_rerun_finished, die_in_final_compaction
 
 ray = pytest.importorskip("ray")
 
@@ -101,3 +103,69 @@ def test_killing_a_lane_mid_run_loses_and_duplicates_nothing(local_ray, single_p
     rows = _committed(out)
     assert sorted(rows) == single_process
     assert len(rows) == len(set(rows))
+
+
+# -- claims, the plan lock and the pending record, as for a harvest on one machine -------------
+
+
+def _lane_busy_with(run_id: str) -> bool:
+    """Whether a lane actor of a running Ray harvest is executing ``run_id`` now."""
+    for name in [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]:
+        if not name.startswith(ACTOR_PREFIX):
+            continue
+        try:
+            if ray.get(ray.get_actor(name).busy.remote(), timeout=10) == run_id:
+                return True
+        except (ValueError, ray.exceptions.RayError):  # an actor of a harvest that ended
+            continue
+    return False
+
+
+def test_a_ray_lane_waits_for_a_run_another_harvest_measures(local_ray, tmp_path, one_run_shard):
+    """The gap: Ray lanes took no run claims, so a Ray harvest and another harvest whose plans
+    overlap measured the same (run, config) at the same time. Here harvest A holds the claim of
+    one run (taken by the test, as A's lane would) when a Ray lane gets that run: the lane
+    waits (it is seen busy with the run, which A then measures and commits), then finds the
+    run measured and measures nothing. Without claims the lane measures it at once, and the
+    run's configs are committed twice."""
+    out = tmp_path / "d"
+    run = _harvest(out, families=(ONE_RUN_FAMILY,), shard=one_run_shard, dry_run=True).planned[0]
+    claims_a = RunClaims(str(out), known=())
+    assert claims_a.claim(run, {}, own_harvest="a", before_waiting=lambda: None) is run
+    errors: list[BaseException] = []
+
+    def harvest_on_ray() -> None:
+        try:
+            _harvest(out, families=(ONE_RUN_FAMILY,), ray="auto")
+        except BaseException as exc:
+            errors.append(exc)
+
+    driver = threading.Thread(target=harvest_on_ray, daemon=True)
+    driver.start()
+    deadline = time.monotonic() + 300
+    while driver.is_alive() and not _lane_busy_with(run.run_id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert driver.is_alive(), f"the Ray harvest ended without waiting for the claimed run {errors}"
+    # A measures and commits the run while it holds the claim (no resume, no claims of its own)
+    _harvest(out, families=(ONE_RUN_FAMILY,), shard=one_run_shard, allow_repeat=True, resume=False)
+    claims_a.release([run.run_id])
+    driver.join(600)
+    assert not driver.is_alive() and errors == []
+    rows = read_table(str(out), "measurements", columns=["run_id", "harvest_id", "config_id"]).to_pylist()
+    of_run = [(r["harvest_id"], r["config_id"]) for r in rows if r["run_id"] == run.run_id]
+    assert len(of_run) == len(run.configs) and len({h for h, _ in of_run}) == 1  # once, by A
+    others = [(r["run_id"], r["config_id"]) for r in rows if r["run_id"] != run.run_id]
+    assert others and len(others) == len(set(others))  # the plan's other run: once, by a lane
+    assert check_dataset(str(out)).ok
+
+
+def test_a_ray_rerun_completes_an_interrupted_compaction_and_the_card(
+    local_ray, tmp_path, monkeypatch
+):
+    """The gap: a Ray harvest wrote no pending record, so killed during its final compaction,
+    its rerun found every run committed and left the files uncompacted and no card. Here the
+    driver's compaction dies; the rerun, on Ray too, finishes it."""
+    out = tmp_path / "d"
+    options = {"families": (ONE_RUN_FAMILY,), "ray": "auto"}  # two runs: a file each per table
+    die_in_final_compaction(out, monkeypatch, lambda: _harvest(out, **options))
+    assert_rerun_finished(out, _config(out, **options))

@@ -19,22 +19,23 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from corpus.destination import OutRefused, probe_out
 from corpus.harvest.__main__ import main as harvest_main
 from corpus.harvest.app import HarvestConfig, HarvestError, refresh_card, run_harvest
-from corpus.harvest.checks import HarvestInputError, harvest_lock, probe_out
+from corpus.harvest.checks import HarvestInputError, harvest_lock
 from corpus.harvest.claims import RunClaims
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import read_settings
-from schemas import DatasetError, DatasetWriter, read_table, replacement
-from schemas.card import CARD_JSON, CARD_MARKDOWN, read_card
+from schemas import DatasetError, DatasetWriter, read_table
+from schemas.card import CARD_JSON
 from schemas.check import check_dataset
 from schemas.locking import FileLock
 from schemas.machine import host_name
 
 from ...faultfs import FaultPlan, faulty_storage, faulty_url, remount_read_only, tmpfs
 from ...schemas.conftest import write_run
-
-FAMILY = "add_broadcast"
+from .conftest import ONE_RUN_FAMILY as FAMILY
+from .conftest import assert_rerun_finished, die_in_final_compaction
 
 
 def _config(out: str, **overrides) -> HarvestConfig:
@@ -52,18 +53,6 @@ def _config(out: str, **overrides) -> HarvestConfig:
 
 def _harvest(out: str, **overrides):
     return run_harvest(_config(out, **overrides), read_settings(), Console(file=io.StringIO()))
-
-
-@pytest.fixture(scope="module")
-def one_run_shard() -> tuple[int, int]:
-    """A shard of the tiny plan holding exactly one run (keeps every harvest here short)."""
-    for index in range(4):
-        planned = _harvest(
-            "unused-by-dry-run", shard=(index, 4), dry_run=True, allow_empty=True
-        ).planned
-        if len(planned) == 1:
-            return (index, 4)
-    pytest.skip("no shard of the tiny plan holds exactly one run")
 
 
 def _keys(path: Path) -> list[tuple[str, str, str]]:
@@ -92,7 +81,7 @@ def _fault_then_resume(out: Path, shard: tuple[int, int], plan: FaultPlan) -> No
             _harvest(faulty_url(out), shard=shard)
         except (
             DatasetError,
-            HarvestInputError,
+            OutRefused,
         ) as exc:  # a one-line error (--out probe or a write)
             assert "\n" not in str(exc)
     _harvest(str(out), shard=shard)  # resume on healthy storage
@@ -211,6 +200,17 @@ def test_out_that_is_a_file_is_refused_before_work(tmp_path, capsys):
         and f"--out {out}: cannot write the dataset there" in printed
         and "Not a directory" in printed
     )
+
+
+def test_an_out_with_brackets_is_named_as_typed(tmp_path, capsys):
+    """The defect: the error line went to rich as markup, so --out 'runs[/x]' ended in a
+    MarkupError traceback instead of the one-line refusal."""
+    out = tmp_path / "runs[/x]"  # a file x] in a directory runs[
+    out.parent.mkdir()
+    out.write_text("not a directory")
+    code = harvest_main(["--families", FAMILY, "--max-configs", "1", "--dtypes", "float32", "--out", str(out)])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 2 and f"error: --out {out}: cannot write the dataset there" in printed
 
 
 def test_read_only_out_is_refused_before_work(tmp_path, capsys):
@@ -367,7 +367,7 @@ def test_out_that_is_a_project_directory_is_refused(tmp_path, capsys):
     assert "a non-empty directory that holds no dataset (README.md, main.py)" in printed
     assert "--force-out" in printed
     assert sorted(p.name for p in project.iterdir()) == ["README.md", "main.py"]
-    with pytest.raises(HarvestInputError, match="README.md was not written by kernel-corpus"):
+    with pytest.raises(OutRefused, match="README.md was not written by kernel-corpus"):
         probe_out(str(_dataset_with_readme(tmp_path / "ds")))
     probe_out(str(project), force=True)  # told to: accepted
     probe_out(str(tmp_path / "ds"), force=True)
@@ -458,29 +458,7 @@ def test_overlapping_harvests_never_measure_a_run_twice(tmp_path, monkeypatch, o
 
 def test_a_rerun_completes_an_interrupted_compaction_and_the_card(tmp_path, monkeypatch):
     """The found defect: killed during its final compaction, the rerun printed "0 runs to do"
-    and left the files uncompacted and no card. Here the compaction dies after its first
-    merged file landed, before it deleted the files that file replaces."""
+    and left the files uncompacted and no card."""
     out = tmp_path / "ds"
-    deletes = []
-
-    def dying_delete(loc, path):
-        deletes.append(path)
-        raise KeyboardInterrupt  # the process dies here
-
-    monkeypatch.setattr(replacement, "delete_replaced", dying_delete)
-    with pytest.raises(KeyboardInterrupt):
-        _harvest(str(out))  # both runs of the plan: two flushes, two files per partition
-    assert deletes and not (out / CARD_MARKDOWN).exists()
-    assert list((out / ".locks").glob("harvest-*.pending"))
-    monkeypatch.undo()
-    printed = io.StringIO()
-    outcome = run_harvest(_config(str(out)), read_settings(), Console(file=printed, width=300))
-    assert outcome.totals is None  # nothing left to measure
-    assert "finishing 1 interrupted harvest(s)" in printed.getvalue()
-    for table in ("runs", "measurements"):
-        for partition in (out / table).iterdir():
-            assert len(list(partition.glob("part-*.parquet"))) == 1, partition
-    assert (out / CARD_MARKDOWN).exists() and read_card(str(out)).rows["runs"] == 2
-    assert not list((out / ".locks").glob("harvest-*.pending"))
-    report = check_dataset(str(out))
-    assert report.ok and report.warnings == [], (report.problems, report.warnings)
+    die_in_final_compaction(out, monkeypatch, lambda: _harvest(str(out)))  # both runs of the plan
+    assert_rerun_finished(out, _config(str(out)))

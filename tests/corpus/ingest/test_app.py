@@ -33,3 +33,42 @@ def test_unwritable_out_is_refused_before_reading(
     assert main(["tritonparse", str(log), "--out", str(blocker / "d"), "--strict"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --out") and "cannot write the dataset there" in err
+
+
+TRACE = Path(__file__).resolve().parent / "fixtures" / "tritonparse" / "gelu.ndjson"
+
+
+def _project(root: Path) -> Path:
+    """A directory of someone's project: no dataset, a README.md of its own."""
+    root.mkdir()
+    (root / "README.md").write_text("# My project\n")
+    (root / "main.py").write_text("print('hi')\n")
+    return root
+
+
+def test_out_that_is_no_dataset_is_refused_as_the_harvest_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gap: ingest probed only that --out could take files, so a project directory got the
+    dataset's tables beside its own files; the harvest refuses it, and so must ingest (one
+    check, corpus.destination.probe_out, one override flag)."""
+    project = _project(tmp_path / "project")
+    assert main(["tritonparse", str(TRACE), "--out", str(project)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("error: --out") and "a non-empty directory that holds no dataset (README.md, main.py)" in err
+    assert "--force-out" in err
+    assert sorted(p.name for p in project.iterdir()) == ["README.md", "main.py"]  # nothing made
+
+    dataset = tmp_path / "ds"  # a dataset whose README.md its owner wrote
+    (dataset / "runs").mkdir(parents=True)
+    (dataset / "README.md").write_text("notes of mine\n")
+    assert main(["tritonparse", str(TRACE), "--out", str(dataset)]) == 2
+    assert "README.md was not written by kernel-corpus" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit) as stop:  # an unset variable in a script: not the cwd
+        main(["tritonparse", str(TRACE), "--out", ""])
+    assert stop.value.code == 2 and "--out: expected a non-empty value" in capsys.readouterr().err
+
+    assert main(["tritonparse", str(TRACE), "--out", str(project), "--force-out"]) == 0  # told to
+    assert "imported 1 run(s)" in capsys.readouterr().out
+    assert (project / "README.md").read_text() == "# My project\n"

@@ -90,3 +90,32 @@ def test_out_is_probed_before_the_workload_runs(tmp_path: Path, capsys: pytest.C
     assert not marker.exists()  # the workload never started
     err = capsys.readouterr().err
     assert "error: --out" in err and "cannot write the dataset there" in err
+
+
+def test_out_that_is_no_dataset_is_refused_before_the_workload_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gap: the recorder probed only that --out could take files, so a project directory
+    (or --out "") got the dataset's tables beside its own files; it must refuse what the
+    harvest refuses, before the workload starts, with the harvest's override flag."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# My project\n")
+    marker = tmp_path / "ran"
+    script = tmp_path / "workload.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    workload = ["--", sys.executable, str(script)]
+    assert main(["--out", str(project), *workload]) == 2
+    assert not marker.exists()  # the workload never started
+    err = " ".join(capsys.readouterr().err.split())
+    assert "error: --out" in err and "a non-empty directory that holds no dataset (README.md)" in err
+    assert "--force-out" in err
+    assert [p.name for p in project.iterdir()] == ["README.md"]
+    with pytest.raises(SystemExit) as stop:
+        main(["--out", "", *workload])
+    assert stop.value.code == 2 and "--out: expected a non-empty value" in capsys.readouterr().err
+    assert not marker.exists()
+    done = _record(project, script, "--force-out", "--no-ir")  # its own process: Triton unimported
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert marker.exists()  # told to: accepted, and the workload ran
+    assert (project / "README.md").read_text() == "# My project\n"
