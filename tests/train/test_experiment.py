@@ -14,7 +14,7 @@ import pytest
 
 from train.cli import main, parse_args
 from train.data import load_dataset
-from train.experiment import ExperimentConfig, check_config
+from train.experiment import ExperimentConfig, UsageError, check_config
 from train.graphs import GraphFeaturizer
 from train.splits import assign_splits, split_frame
 
@@ -68,7 +68,7 @@ def test_bad_options_are_refused_before_work(tmp_path, capsys):
     assert main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
     assert "nowhere: no such dataset directory" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
-    with pytest.raises(ValueError, match="--models"):
+    with pytest.raises(UsageError, match="--models"):
         check_config(
             ExperimentConfig(data=str(tmp_path), out=str(tmp_path), models=("gnn", "xgboost"))
         )
