@@ -26,6 +26,7 @@ from train.experiment import (
     ExperimentConfig,
     UsageError,
     check_config,
+    prepare_experiment,
     run_experiment,
 )
 from train.fit import TrainConfig
@@ -207,10 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
     try:
         check_config(config)
-    except UsageError as exc:
+        config = _init_distributed(config)
+        prepared = prepare_experiment(config)
+    except (UsageError, DatasetError) as exc:  # bad input: one line, no traceback
         print(f"python -m train: error: {exc}", file=sys.stderr)
         return 2
-    config = _init_distributed(config)
     main_rank = distributed_world()[0] == 0
     console = Console(stderr=True, quiet=not main_rank)
     neural = [m for m in config.models if m in NEURAL]
@@ -263,12 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     description=f"{info['kind']} seed {info['seed']} {info['model']}",
                 )
 
-        try:
-            run_experiment(config, on_event=on_event)
-        except (UsageError, DatasetError) as exc:  # bad input: one line, no traceback
-            progress.stop()
-            print(f"python -m train: error: {exc}", file=sys.stderr)
-            return 2
+        run_experiment(config, on_event=on_event, prepared=prepared)
     if main_rank:
         report = Path(config.out) / "report.md"
         if report.exists():

@@ -342,30 +342,57 @@ def _held_out_similarity(
     return float(np.median(values)) if values else None
 
 
-def run_experiment(
-    config: ExperimentConfig, *, on_event: Callable[[str, dict[str, Any]], None] | None = None
-) -> list[ModelResult]:
-    """Run the whole experiment; returns every :class:`train.report.ModelResult`.
+@dataclass
+class Prepared:
+    """What :func:`prepare_experiment` checked and loaded before any training."""
 
-    ``on_event(kind, info)`` is called with ("loaded", ...), ("epoch", ...), ("model", ...),
-    ("notice", {"text"}) and ("final", ...) for progress displays. Raises
-    :class:`UsageError` for bad options or a dataset that cannot be trained on (before any
-    training), :class:`schemas.DatasetError` for an unreadable dataset.
-    """
+    loaded: LoadedDataset
+    rankable: list[str]
+    op_sets: dict[str, frozenset[str]]
+    clusters: dict[str, str] | None
+    plans: dict[tuple[str, int], pl.DataFrame]
+    threads: int | None
+
+
+def prepare_experiment(config: ExperimentConfig) -> Prepared:
+    """Everything that can refuse the command, done before any training: options, ``--out``
+    probed for writing, the dataset loaded and checked, every split drawn. Raises
+    :class:`UsageError` or :class:`schemas.DatasetError`."""
     check_config(config)
     if _is_main():
         probe_out(config.out)
     threads = resolve_threads(config)
     if threads:
         torch.set_num_threads(threads)
-    emit = on_event or (lambda kind, info: None)
     loaded = load_dataset(
         config.data, level=config.level, harvests=config.harvests, cache_dir=config.cache_dir
     )
     rankable = check_dataset(loaded, config.data)
-    samples = loaded.samples
     op_sets, clusters = _cluster_meta(config, loaded)
-    plans = plan_splits(config, samples, clusters)
+    plans = plan_splits(config, loaded.samples, clusters)
+    return Prepared(loaded, rankable, op_sets, clusters, plans, threads)
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    *,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    prepared: Prepared | None = None,
+) -> list[ModelResult]:
+    """Run the whole experiment; returns every :class:`train.report.ModelResult`.
+
+    ``on_event(kind, info)`` is called with ("loaded", ...), ("epoch", ...), ("model", ...),
+    ("notice", {"text"}) and ("final", ...) for progress displays. ``prepared``: the result
+    of :func:`prepare_experiment` when the caller already ran it. Raises :class:`UsageError`
+    for bad options or a dataset that cannot be trained on (before any training),
+    :class:`schemas.DatasetError` for an unreadable dataset.
+    """
+    ready = prepared or prepare_experiment(config)
+    emit = on_event or (lambda kind, info: None)
+    loaded, rankable, op_sets, clusters, plans, threads = (
+        ready.loaded, ready.rankable, ready.op_sets, ready.clusters, ready.plans, ready.threads
+    )  # fmt: skip
+    samples = loaded.samples
     emit(
         "loaded",
         {

@@ -54,8 +54,8 @@ def _partition_sizes(
         n_val = max(0, n_groups - n_test - 1)
     if n_groups - n_test - n_val < 1:
         raise ValueError(
-            f"split {kind!r} needs at least {n_test + n_val + 1} distinct {kind} groups for "
-            f"train/val/test; the data has {n_groups}"
+            f"split {kind!r} needs at least {n_test + 1} distinct {kind} groups (to hold "
+            f"{n_test} out and train on the rest); the data has {n_groups}"
         )
     return n_val, n_test
 
