@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 
-from train.clusters import cluster_families, family_op_sets, jaccard, nearest_training_similarity
+from train.clusters import (
+    cluster_families,
+    family_op_sets,
+    jaccard,
+    nearest_training_similarity,
+    op_weights,
+)
 from train.data import load_dataset
 from train.splits import assign_splits
 
@@ -21,7 +29,7 @@ OPS = {
 
 
 def test_near_twins_share_a_cluster_and_others_do_not():
-    clusters = cluster_families(OPS, distance=0.5)
+    clusters = cluster_families(OPS)
     assert clusters["softmax"] == clusters["log_softmax"] == "log_softmax+softmax"
     assert clusters["matmul"] == clusters["batched_matmul"]
     assert clusters["softmax"] != clusters["matmul"]
@@ -31,13 +39,21 @@ def test_near_twins_share_a_cluster_and_others_do_not():
     assert len(set(cluster_families(OPS, distance=1.0).values())) == 1
 
 
-def test_jaccard_and_nearest_training_family():
+def test_weighted_jaccard_ignores_ops_every_family_has():
     assert jaccard(OPS["softmax"], OPS["softmax"]) == 1.0
     assert jaccard(frozenset(), frozenset()) == 0.0
     assert jaccard(frozenset({"a", "b"}), frozenset({"b", "c"})) == pytest.approx(1 / 3)
+    weights = op_weights(OPS)
+    assert weights["tt.func"] == 0.0  # in all six families: says nothing
+    assert weights["tt.dot"] == pytest.approx(math.log(6 / 2))
+    # gelu and add share only tt.func: alike by plain Jaccard, unrelated once weighted.
+    assert jaccard(OPS["gelu"], OPS["add"]) > 0 and jaccard(OPS["gelu"], OPS["add"], weights) == 0
+    # softmax and log_softmax differ by one op each: sum of shared weights over the union's.
+    shared = sum(weights[o] for o in OPS["softmax"] & OPS["log_softmax"])
+    union = sum(weights[o] for o in OPS["softmax"] | OPS["log_softmax"])
+    assert jaccard(OPS["softmax"], OPS["log_softmax"], weights) == pytest.approx(shared / union)
     near = nearest_training_similarity(["softmax", "gelu"], ["log_softmax", "add"], OPS)
-    assert near[0] == pytest.approx(jaccard(OPS["softmax"], OPS["log_softmax"]))
-    assert near[1] == pytest.approx(jaccard(OPS["gelu"], OPS["add"]))
+    assert near == pytest.approx([shared / union, 0.0])
 
 
 def _runs(families: list[str], dtypes=("float32", "float16")) -> pl.DataFrame:

@@ -36,12 +36,12 @@ def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, ca
     assert (out / "checkpoint" / "model.safetensors").exists()
     metrics = json.loads((out / "metrics.json").read_text())
     got = {(r["split_kind"], r["model"], r["partition"], r["seed"]) for r in metrics["results"]}
-    # The fixture's 4 families form 2 clusters: the cluster split has no validation part.
+    # The fixture's 4 families form 3 clusters (cumsum + softmax: both scan/reduce rows).
     assert got == {
         (k, m, p, s)
-        for k, parts in (("family", ("train", "val", "test")), ("cluster", ("train", "test")))
+        for k in ("family", "cluster")
         for m in ("gnn", "mlp", "random", "analytic")
-        for p in parts
+        for p in ("train", "val", "test")
         for s in (0, 1)
     }
     for kind in ("family", "cluster"):
@@ -49,6 +49,7 @@ def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, ca
         assert tau["n"] == 2 and tau["low"] <= tau["mean"] <= tau["high"]
         assert metrics["paired"][kind]["test"]["models"]["gnn"]["kendall_tau"]["diff"]["n"] == 2
     assert set(metrics["meta"]["held_out_nearest_jaccard_median"]) == {"family", "cluster"}
+    assert "cumsum+softmax" in metrics["meta"]["clusters"]
     assert list(out.glob("*.png"))
     # The shipped model saw every family and says what it saw.
     checkpoint = json.loads((out / "checkpoint" / "checkpoint.json").read_text())
