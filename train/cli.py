@@ -127,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="train on every config, even those compiling to one program",
     )
     parser.add_argument(
+        "--no-relative",
+        action="store_true",
+        help="no run-relative copies of the config features (an ablation)",
+    )
+    parser.add_argument(
         "--cluster-distance",
         type=number(0.0, 1.0, exclusive_minimum=True),
         default=DEFAULT_DISTANCE,
@@ -182,6 +187,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ExperimentConfig:
         threads=args.threads,
         prior=args.prior,
         collapse=not args.no_collapse,
+        relative=not args.no_relative,
         cluster_distance=args.cluster_distance,
         final=args.final,
         final_model=args.final_model,

@@ -102,6 +102,8 @@ class ExperimentConfig:
     """Neural models score = learned residual + the analytic rule's estimate."""
     collapse: bool = True
     """Train on one config per distinct program (:func:`train.tables.collapse_identical`)."""
+    relative: bool = True
+    """Give every model the run-relative copies of the config features (``rel:``)."""
     cluster_distance: float = DEFAULT_DISTANCE
     """Jaccard distance at which the ``cluster`` split cuts (:mod:`train.clusters`)."""
     final: bool = False
@@ -254,9 +256,11 @@ class SeedData:
         }
 
 
-def prepare_seed(loaded: LoadedDataset, parts: dict[str, pl.DataFrame]) -> SeedData:
+def prepare_seed(
+    loaded: LoadedDataset, parts: dict[str, pl.DataFrame], *, relative: bool = True
+) -> SeedData:
     """Fit the tabular and graph featurizers on ``parts["train"]`` (only)."""
-    tabular = TabularFeatures().fit(parts["train"])
+    tabular = TabularFeatures(relative=relative).fit(parts["train"])
     featurizer = GraphFeaturizer.fit(loaded.graphs, loaded.graph_indices(parts["train"]))
     return SeedData(parts, tabular, featurizer, featurizer.transform(loaded.graphs))
 
@@ -276,7 +280,7 @@ def run_gnn(
     stopping on ``parts["val"]`` when present; return it as a checkpoint with the samples of
     every partition. ``prepared`` reuses a seed's featurizers (``tabular`` is then ignored)."""
     if prepared is None:
-        prepared = prepare_seed(loaded, parts)
+        prepared = prepare_seed(loaded, parts, relative=config.relative)
         if tabular is not None:
             prepared.tabular = tabular
     mode = NEURAL_MODES[name]
@@ -420,7 +424,9 @@ def run_experiment(
             parts = {p: split_frame(samples, splits, p) for p in PARTITIONS}
             if config.collapse:
                 parts["train"] = collapse_identical(parts["train"])
-            prepared = prepare_seed(loaded, parts) if _neural(config) else None
+            prepared = (
+                prepare_seed(loaded, parts, relative=config.relative) if _neural(config) else None
+            )
             for name in _neural(config):
                 checkpoint, neural_samples = run_gnn(
                     config,
@@ -453,6 +459,7 @@ def run_experiment(
                     split_kind=kind,
                     partitions=PARTITIONS,
                     collapse=config.collapse,
+                    relative=config.relative,
                 )
                 for name in baselines:
                     emit("model", {"kind": kind, "seed": seed, "model": name})
@@ -479,6 +486,7 @@ def run_experiment(
             "loss": config.train.loss.ranking,
             "prior": config.prior,
             "collapse_identical": config.collapse,
+            "run_relative_features": config.relative,
             "threads": threads or torch.get_num_threads(),
             "held_out_nearest_jaccard_median": {
                 kind: _median([v for v in values if v is not None])

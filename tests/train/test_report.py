@@ -10,6 +10,7 @@ import pytest
 from tests.train.synthetic import write_dataset
 from train.baselines.__main__ import main, parse_args
 from train.baselines.compare import CompareConfig, compare_baselines
+from train.compare import main as compare_main
 from train.report import ModelResult, coerce_results, summarize, write_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -152,3 +153,29 @@ def test_cli(tmp_path, capsys):
     with pytest.raises(SystemExit):
         parse_args(["--data", data.root, "--models", "random,gnn"])
     assert "unknown model(s) gnn" in capsys.readouterr().err
+
+
+def test_compare_pairs_models_across_outputs(tmp_path, capsys):
+    for name, shift in (("base", 0.0), ("variant", 1.0)):
+        results = [_result("m", s, shift + 0.1 * s) for s in (0, 1, 2)]
+        write_report(tmp_path / name, results, plots=False)
+    argv = [f"a={tmp_path / 'base'}:m", f"b={tmp_path / 'variant'}:m", "--metrics", "kendall_tau"]
+    assert compare_main(argv) == 0
+    out = capsys.readouterr().out
+    rows = {
+        line.split(" | ")[0].strip("| "): line
+        for line in out.splitlines()
+        if line.startswith("| a") or line.startswith("| b")
+    }
+    # Seed by seed b reverses run a where a does not (or less): b is worse on every seed.
+    assert "0/3" in rows["b"] and "3 seeds (0, 1, 2), paired." in out
+    # Other held-out runs for a seed: not a pair.
+    other = [_result("m", s, 0.0) for s in (0, 1, 2)]
+    other[1] = ModelResult.from_arrays(
+        "m", "test", 1, ["x", "x", "y", "y"], [1.0, 2.0, 1.0, 3.0], [0.0, 1.0, 0.0, 1.0]
+    )
+    write_report(tmp_path / "other", other, plots=False)
+    assert compare_main([f"a={tmp_path / 'base'}:m", f"c={tmp_path / 'other'}:m"]) == 2
+    assert "seed 1" in capsys.readouterr().err
+    assert compare_main([f"a={tmp_path / 'base'}:nope"]) == 2
+    assert compare_main(["no-equals-sign"]) == 2

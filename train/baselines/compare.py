@@ -40,17 +40,18 @@ def evaluate_baselines(
     split_kind: str,
     partitions: Sequence[str] = ("val", "test"),
     collapse: bool = False,
+    relative: bool = True,
 ) -> list[ModelResult]:
     """Fit each named baseline on the training runs of ``splits`` (features fitted there too;
     ``collapse``: one config per distinct program, :func:`train.tables.collapse_identical`)
     and judge it on each of ``partitions`` (empty ones are skipped; ``train`` is judged on
-    the rows it was fitted on)."""
+    the rows it was fitted on). ``relative``: with run-relative features."""
     for name in names:
         make_baseline(name)  # refuse an unknown name before any fitting
     train = split_frame(frame, splits, "train")
     if collapse:
         train = collapse_identical(train)
-    features = TabularFeatures().fit(train)
+    features = TabularFeatures(relative=relative).fit(train)
     x_train = features.transform(train)
     held_out = {p: train if p == "train" else split_frame(frame, splits, p) for p in partitions}
     results = []
