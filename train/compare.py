@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m train.compare",
         description="Paired comparison of models of several python -m train outputs (same "
-        "dataset, split kind and seeds): means, 95%% intervals, differences to the first entry.",
+        "dataset, split kind and seeds): means, 95% intervals, differences to the first entry.",
     )
     parser.add_argument("entries", nargs="+", help="LABEL=DIR:MODEL (DIR holds metrics.json)")
     parser.add_argument("--split", default="family", help="split kind (default family)")
