@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "launch",
                 "median_ms",
             )
-            if c in ranking.columns
+            if c in ranking.columns and ranking[c].null_count() < ranking.height
         ]
     )
     with pl.Config(tbl_rows=-1, fmt_str_lengths=60):
