@@ -149,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="model --final trains (default: the best neural model by mean test tau)",
     )
     parser.add_argument(
+        "--exclude-families",
+        type=non_empty_csv,
+        default=(),
+        help="families left out of everything, the final model included (to check it on "
+        "kernels it never saw)",
+    )
+    parser.add_argument(
         "--threads",
         type=positive_int,
         default=None,
@@ -191,6 +198,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ExperimentConfig:
         cluster_distance=args.cluster_distance,
         final=args.final,
         final_model=args.final_model,
+        exclude_families=tuple(args.exclude_families),
         train=train,
     )
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,9 @@ class ExperimentConfig:
     """After the evaluation, train one model on every run and save it as ``out/checkpoint``."""
     final_model: str | None = None
     """Neural model :func:`train_final` trains (None: the best by mean test Kendall tau)."""
+    exclude_families: tuple[str, ...] = ()
+    """Families left out of everything (evaluation and final model): to check a shipped model
+    on kernels it has never seen."""
     train: TrainConfig = field(default_factory=TrainConfig)
 
     @property
@@ -191,6 +194,22 @@ def resolve_threads(config: ExperimentConfig) -> int | None:
     if config.threads is not None:
         return config.threads
     return None if config.train.device.startswith("cuda") else CPU_THREADS
+
+
+def exclude_families(loaded: LoadedDataset, families: Sequence[str]) -> LoadedDataset:
+    """``loaded`` without the samples of ``families`` (:class:`UsageError` for a family the
+    dataset does not have)."""
+    if not families:
+        return loaded
+    known = set(loaded.samples["family"].unique().to_list())
+    unknown = sorted(set(families) - known)
+    if unknown:
+        raise UsageError(
+            f"--exclude-families: {', '.join(unknown)} not in the dataset "
+            f"(it has {', '.join(sorted(known))})"
+        )
+    kept = loaded.samples.filter(~pl.col("family").is_in(list(families)))
+    return replace(loaded, samples=kept)
 
 
 def check_dataset(loaded: LoadedDataset, data: str) -> list[str]:
@@ -371,6 +390,7 @@ def prepare_experiment(config: ExperimentConfig) -> Prepared:
     loaded = load_dataset(
         config.data, level=config.level, harvests=config.harvests, cache_dir=config.cache_dir
     )
+    loaded = exclude_families(loaded, config.exclude_families)
     rankable = check_dataset(loaded, config.data)
     op_sets, clusters = _cluster_meta(config, loaded)
     plans = plan_splits(config, loaded.samples, clusters)
@@ -482,6 +502,7 @@ def run_experiment(
             "runs": samples["run_id"].n_unique(),
             "rankable_runs": len(rankable),
             "families": samples["family"].n_unique(),
+            "excluded_families": list(config.exclude_families),
             "epochs": config.train.epochs,
             "loss": config.train.loss.ranking,
             "prior": config.prior,

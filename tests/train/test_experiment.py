@@ -188,3 +188,15 @@ def test_training_leaves_no_pyg_files_in_tmpdir(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert not list(scratch.glob("*propagate*")), list(scratch.iterdir())
+
+
+def test_excluded_families_stay_out_of_the_shipped_model(tmp_path):
+    data = write_dataset(str(tmp_path / "data"), n_families=4).root
+    out = tmp_path / "out"
+    argv = ["--data", data, "--out", str(out), "--seeds", "1", "--epochs", "2", "--models",
+            "mlp", "--final", "--exclude-families", "fam0", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    assert main(argv) == 0
+    seen = json.loads((out / "checkpoint" / "checkpoint.json").read_text())["seen"]
+    assert seen["families"] == ["fam1", "fam2", "fam3"]
+    splits = pl.read_parquet(out / "splits.parquet")
+    assert splits.height == 6  # the 2 runs of each of the 3 families left
