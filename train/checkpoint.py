@@ -2,8 +2,10 @@
 
 The JSON holds everything needed to featurize new data exactly as in training: the graph
 featurizer's vocabularies and statistics, the tabular featurizer's state, the model and
-training hyperparameters, the featurizer version, the IR level and the dataset's
-schema_version. :func:`load_checkpoint` refuses a checkpoint from another featurizer version.
+training hyperparameters, the featurizer version, the IR level and the schema version the
+data was read as; and what the model has seen (``seen``: :func:`seen_facts`), so
+``train.predict`` can refuse candidates for an arch it never saw. :func:`load_checkpoint`
+refuses a checkpoint from another featurizer or features version.
 """
 
 from __future__ import annotations
@@ -12,20 +14,51 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from safetensors.torch import load_file, save_file
 
 from schemas import SCHEMA_VERSION
-from train.features import TabularFeatures
+from train.features import FEATURES_VERSION, INPUT_COLUMNS, TabularFeatures
 from train.graphs import FEATURIZER_VERSION, GraphFeaturizer
 from train.model import CostModel, ModelConfig
 
 WEIGHTS = "model.safetensors"
 META = "checkpoint.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+
+def seen_facts(frame: pl.DataFrame) -> dict[str, Any]:
+    """What a model trained on the samples ``frame`` has seen: ``arches`` (measurement arch,
+    ``interpreter`` for the CPU interpreter), ``devices`` (device names), ``ir_targets``,
+    ``families``, ``dtypes``, counts of ``runs`` and ``configs``, ``schema_version`` (the
+    version the rows were read as) and ``input_columns``: the feature inputs that were known
+    for at least one row (candidates lacking one of them are warned about)."""
+
+    def distinct(column: str) -> list[str]:
+        if column not in frame.columns:
+            return []
+        return sorted(str(v) for v in frame[column].drop_nulls().unique().to_list())
+
+    known = [
+        c
+        for c in (*INPUT_COLUMNS, "ir_id")
+        if c in frame.columns and c != "run_id" and frame[c].null_count() < frame.height
+    ]
+    return {
+        "arches": distinct("arch"),
+        "devices": distinct("device_name"),
+        "ir_targets": distinct("ir_target"),
+        "families": distinct("family"),
+        "dtypes": distinct("dtype"),
+        "runs": int(frame["run_id"].n_unique()) if frame.height else 0,
+        "configs": int(frame.height),
+        "schema_version": SCHEMA_VERSION,
+        "input_columns": known,
+    }
 
 
 @dataclass
@@ -38,6 +71,10 @@ class Checkpoint:
     level: str
     extra: dict[str, Any]
     """Training facts: train config, split, seed, best epoch, dataset key (informational)."""
+    seen: dict[str, Any] = field(default_factory=dict)
+    """:func:`seen_facts` of the training rows (arches, devices, families, schema version)."""
+    name: str = "gnn"
+    """The model's name in ``python -m train`` (gnn, gnn-plain, mlp)."""
 
 
 def save_checkpoint(directory: str | Path, checkpoint: Checkpoint) -> Path:
@@ -48,7 +85,10 @@ def save_checkpoint(directory: str | Path, checkpoint: Checkpoint) -> Path:
     meta = {
         "format_version": FORMAT_VERSION,
         "featurizer_version": FEATURIZER_VERSION,
+        "features_version": FEATURES_VERSION,
         "schema_version": SCHEMA_VERSION,
+        "name": checkpoint.name,
+        "seen": checkpoint.seen,
         "level": checkpoint.level,
         "model": checkpoint.model.config.to_dict(),
         "graph_featurizer": checkpoint.graph_featurizer.to_dict(),
@@ -67,6 +107,11 @@ def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint
     """Read a checkpoint written by :func:`save_checkpoint` (no pickle involved)."""
     src = Path(directory)
     meta = json.loads((src / META).read_text())
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{src / META}: checkpoint format {meta.get('format_version')} differs from this "
+            f"code's {FORMAT_VERSION}; retrain or use the matching kernel-corpus version"
+        )
     if meta.get("featurizer_version") != FEATURIZER_VERSION:
         raise ValueError(
             f"{src / META}: featurizer version {meta.get('featurizer_version')} differs from this "
@@ -81,6 +126,8 @@ def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint
         tabular=TabularFeatures.from_dict(meta["tabular"]),
         level=str(meta["level"]),
         extra=dict(meta.get("extra", {})),
+        seen=dict(meta.get("seen", {})),
+        name=str(meta.get("name", "gnn")),
     )
 
 

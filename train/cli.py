@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,66 +16,169 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schemas import DatasetError
-from train.experiment import MODELS, NEURAL, ExperimentConfig, check_config, run_experiment
+from schemas.argtypes import non_empty_csv, number, positive_float, positive_int
+from train.clusters import DEFAULT_DISTANCE
+from train.experiment import (
+    DEFAULT_MODELS,
+    DEFAULT_SEEDS,
+    MODELS,
+    NEURAL,
+    ExperimentConfig,
+    UsageError,
+    check_config,
+    prepare_experiment,
+    run_experiment,
+)
 from train.fit import TrainConfig
+from train.losses import RANKING_LOSSES, LossWeights
 from train.settings import distributed_world
 from train.splits import SPLIT_KINDS
 
 DESCRIPTION = (
-    "Train the GNN cost model and the baselines on seeded splits of a dataset (runs kept whole, "
-    "families held out by default); write checkpoint/, metrics.json, report.md, plots and "
-    "splits.parquet to --out, and print the report. Under torchrun the GNN trains with DDP."
+    "Train the cost models and the baselines on seeded splits of a dataset (runs kept whole, "
+    "families held out by default), judge them with 95% intervals over seeds and paired "
+    "against the best baseline; write checkpoint/, metrics.json, report.md, plots and "
+    "splits.parquet to --out, and print the report. --final then trains the model to ship on "
+    "every run. Under torchrun the neural models train with DDP."
 )
 
 
-def parse_args(argv: Sequence[str] | None = None) -> ExperimentConfig:
-    """Parse ``argv`` into an :class:`ExperimentConfig`."""
+def _split_kinds(text: str) -> str:
+    kinds = non_empty_csv(text)
+    bad = [k for k in kinds if k not in SPLIT_KINDS]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown split kind(s) {', '.join(bad)}; choose from {', '.join(SPLIT_KINDS)}"
+        )
+    return ",".join(kinds)
+
+
+def _models(text: str) -> tuple[str, ...]:
+    models = non_empty_csv(text)
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}"
+        )
+    return models
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (every numeric option range-checked at parse time)."""
     parser = argparse.ArgumentParser(prog="python -m train", description=DESCRIPTION)
     parser.add_argument("--data", required=True, help="dataset directory or fsspec URL")
     parser.add_argument(
-        "--out", required=True, help="output directory (checkpoint, metrics, report)"
+        "--out",
+        required=True,
+        help="output directory (checkpoint, metrics, report); probed for writing first",
     )
     parser.add_argument(
-        "--epochs", type=int, default=40, help="maximum epochs per seed (default 40)"
+        "--epochs", type=positive_int, default=40, help="maximum epochs per seed (default 40)"
     )
-    parser.add_argument("--split", choices=SPLIT_KINDS, default="family")
+    parser.add_argument(
+        "--split",
+        type=_split_kinds,
+        default="family",
+        help=f"what is held out, one or several comma-separated of {', '.join(SPLIT_KINDS)} "
+        "(default family; cluster: families grouped by IR op-set similarity, the honest "
+        "unseen-kernel split)",
+    )
     parser.add_argument("--level", choices=("ttgir", "ttir"), default="ttgir")
     parser.add_argument(
-        "--seeds", type=int, default=3, help="seeds 0..K-1: one split + training per seed"
+        "--seeds",
+        type=positive_int,
+        default=DEFAULT_SEEDS,
+        help=f"seeds 0..K-1: one split + training per seed (default {DEFAULT_SEEDS})",
     )
     parser.add_argument(
         "--device", default="cpu", help="cpu or cuda (cuda:LOCAL_RANK under torchrun)"
     )
     parser.add_argument(
-        "--models", default=",".join(MODELS), help=f"comma-separated subset of {','.join(MODELS)}"
+        "--models",
+        type=_models,
+        default=DEFAULT_MODELS,
+        help=f"comma-separated subset of {','.join(MODELS)} (default {','.join(DEFAULT_MODELS)})",
     )
     parser.add_argument("--harvests", choices=("latest", "pooled", "all"), default="latest")
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--layers", type=int, default=3)
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--runs-per-batch", type=int, default=8)
+    parser.add_argument("--hidden", type=positive_int, default=64)
+    parser.add_argument("--layers", type=positive_int, default=3)
+    parser.add_argument("--lr", type=positive_float, default=2e-3)
+    parser.add_argument("--runs-per-batch", type=positive_int, default=8)
     parser.add_argument(
-        "--patience", type=int, default=10, help="epochs without a better val tau before stopping"
+        "--patience",
+        type=positive_int,
+        default=10,
+        help="epochs without a better val tau before stopping",
     )
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch intra-op threads (default: torch's)"
+        "--loss",
+        choices=RANKING_LOSSES,
+        default="pairwise",
+        help="ranking loss of the neural models (default pairwise)",
+    )
+    parser.add_argument(
+        "--prior",
+        action="store_true",
+        help="neural scores = analytic rule + a learned residual",
+    )
+    parser.add_argument(
+        "--no-collapse",
+        action="store_true",
+        help="train on every config, even those compiling to one program",
+    )
+    parser.add_argument(
+        "--no-relative",
+        action="store_true",
+        help="no run-relative copies of the config features (an ablation)",
+    )
+    parser.add_argument(
+        "--cluster-distance",
+        type=number(0.0, 1.0, exclusive_minimum=True),
+        default=DEFAULT_DISTANCE,
+        help=f"Jaccard distance at which the cluster split cuts (default {DEFAULT_DISTANCE})",
+    )
+    parser.add_argument(
+        "--final",
+        action="store_true",
+        help="after the evaluation, train the model to ship on every run into OUT/checkpoint",
+    )
+    parser.add_argument(
+        "--final-model",
+        choices=NEURAL,
+        default=None,
+        help="model --final trains (default: the best neural model by mean test tau)",
+    )
+    parser.add_argument(
+        "--exclude-families",
+        type=non_empty_csv,
+        default=(),
+        help="families left out of everything, the final model included (to check it on "
+        "kernels it never saw)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="torch intra-op threads (default: 1 on CPU, see the README; torch's on CUDA)",
     )
     parser.add_argument(
         "--cache-dir",
         default=None,
         help="processed-data cache (default ~/.cache/kernel-corpus/train)",
     )
-    args = parser.parse_args(argv)
-    models = tuple(m.strip() for m in args.models.split(",") if m.strip())
-    unknown = [m for m in models if m not in MODELS]
-    if unknown:
-        parser.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ExperimentConfig:
+    """Parse ``argv`` into an :class:`ExperimentConfig`."""
+    args = build_parser().parse_args(argv)
     train = TrainConfig(
         epochs=args.epochs,
         lr=args.lr,
         runs_per_batch=args.runs_per_batch,
         patience=args.patience,
         device=args.device,
+        loss=LossWeights(ranking=args.loss),
     )
     return ExperimentConfig(
         data=args.data,
@@ -82,12 +186,19 @@ def parse_args(argv: Sequence[str] | None = None) -> ExperimentConfig:
         split=args.split,
         level=args.level,
         seeds=args.seeds,
-        models=models,
+        models=tuple(args.models),
         harvests=args.harvests,
         cache_dir=args.cache_dir,
         hidden=args.hidden,
         layers=args.layers,
         threads=args.threads,
+        prior=args.prior,
+        collapse=not args.no_collapse,
+        relative=not args.no_relative,
+        cluster_distance=args.cluster_distance,
+        final=args.final,
+        final_model=args.final_model,
+        exclude_families=tuple(args.exclude_families),
         train=train,
     )
 
@@ -101,26 +212,27 @@ def _init_distributed(config: ExperimentConfig) -> ExperimentConfig:
     dist.init_process_group(backend="nccl" if cuda else "gloo", rank=rank, world_size=world)
     if cuda:
         torch.cuda.set_device(local_rank)
-        device = f"cuda:{local_rank}"
-        from dataclasses import replace
-
-        return replace(config, train=replace(config.train, device=device))
+        return replace(config, train=replace(config.train, device=f"cuda:{local_rank}"))
     return config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the experiment with a progress bar; print the report table. Returns the exit code."""
+    """Run the experiment with a progress bar; print the report table. Returns the exit code
+    (2 with a one-line message for a bad option or a dataset that cannot be trained on)."""
     config = parse_args(argv)
     try:
         check_config(config)
-    except ValueError as exc:
+        config = _init_distributed(config)
+        prepared = prepare_experiment(config)
+    except (UsageError, DatasetError) as exc:  # bad input: one line, no traceback
         print(f"python -m train: error: {exc}", file=sys.stderr)
         return 2
-    config = _init_distributed(config)
     main_rank = distributed_world()[0] == 0
     console = Console(stderr=True, quiet=not main_rank)
     neural = [m for m in config.models if m in NEURAL]
     per_seed = len(neural) * config.train.epochs + len(config.models) - len(neural)
+    total = len(config.split_kinds) * config.seeds * per_seed
+    total += config.train.epochs if config.final else 0
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -130,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         transient=False,
         disable=not main_rank,
     ) as progress:
-        task = progress.add_task("train", total=config.seeds * per_seed)
+        task = progress.add_task("train", total=total)
 
         def on_event(kind: str, info: dict[str, Any]) -> None:
             if kind == "loaded":
@@ -139,28 +251,35 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"loaded {info['samples']} samples, {info['graphs']} graphs, "
                     f"{info['runs']} rankable runs from {source}"
                 )
+            elif kind == "notice":
+                console.print(f"[bold yellow]note:[/] {info['text']}")
+            elif kind == "final":
+                console.print(
+                    f"final model: {info['model']} ({info['reason']}), {info['epochs']} epochs "
+                    "on every run"
+                )
             elif kind == "epoch":
                 tau = info.get("val_kendall_tau", float("nan"))
                 description = (
-                    f"seed {info['seed']} {info['model']} epoch {int(info['epoch'])} "
-                    f"loss {info['loss']:.3f} val tau {tau:.3f}"
+                    f"{info['kind']} seed {info['seed']} {info['model']} epoch "
+                    f"{int(info['epoch'])} loss {info['loss']:.3f} val tau {tau:.3f}"
                 )
                 progress.update(task, advance=1, description=description)
             elif kind == "model" and info["model"] in neural:
                 # Early stopping ends a model before its last epoch: jump to its share's end.
-                done = (
-                    info["seed"] * per_seed
-                    + (neural.index(info["model"]) + 1) * config.train.epochs
-                )
+                kind_index = config.split_kinds.index(info["kind"])
+                done = (kind_index * config.seeds + info["seed"]) * per_seed + (
+                    neural.index(info["model"]) + 1
+                ) * config.train.epochs
                 progress.update(task, completed=done)
             elif kind == "model":
-                progress.update(task, advance=1, description=f"seed {info['seed']} {info['model']}")
+                progress.update(
+                    task,
+                    advance=1,
+                    description=f"{info['kind']} seed {info['seed']} {info['model']}",
+                )
 
-        try:
-            run_experiment(config, on_event=on_event)
-        except DatasetError as exc:  # unreadable or inconsistent dataset: say which file
-            console.print(f"python -m train: error: {exc}")
-            return 2
+        run_experiment(config, on_event=on_event, prepared=prepared)
     if main_rank:
         report = Path(config.out) / "report.md"
         if report.exists():

@@ -2,13 +2,17 @@
 
 :func:`load_dataset` reads the samples table (:func:`train.tables.load_samples`) and the IR
 tables of one level through the gated reader and encodes the graphs (:mod:`train.graphs`).
-The result is cached on disk under a key of the dataset's content (every Parquet file's path,
-size and mtime), :data:`train.graphs.FEATURIZER_VERSION` and the options, as safetensors +
+The result is cached on disk under a key of the dataset's location and content (every Parquet
+file's path, size and mtime), :data:`train.graphs.FEATURIZER_VERSION` and the options, as safetensors +
 JSON + Parquet: nothing is pickled, and a changed dataset or featurizer is never served stale.
 
 :class:`GraphSamples` holds the featurized graphs once and per-sample rows (graph index, side
 features, targets); :meth:`GraphSamples.collate` batches samples so that a graph shared by
-many configs goes through the GNN once per batch.
+many configs goes through the GNN once per batch, or, for the config-sensitive encoder
+(``config_sensitive=True``), once per sample with per-config node features: each node's
+numeric features relative to the mean of the same operation over the run's configs (the op
+that grows with a config's tile shows it), and whether that operation varies at all within
+the run (a config-sensitive node).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from torch_geometric.data import Data
 from schemas import DatasetError, read_table
 from schemas.storage import list_parquet, resolve
 from schemas.tables import IR_EDGES, IR_NODES
+from train.features import run_relative
 from train.graphs import (
+    CATEGORICAL,
     EDGE_COLUMNS,
     FEATURIZER_VERSION,
     NODE_COLUMNS,
@@ -45,6 +51,7 @@ from train.settings import cache_root
 from train.tables import load_samples
 
 TABLES_READ = ("runs", "measurements", "ir_graphs", "ir_nodes", "ir_edges")
+OP_COLUMN = CATEGORICAL.index("op_name")
 
 
 @dataclass(frozen=True)
@@ -88,8 +95,13 @@ def dataset_fingerprint(data: str) -> list[tuple[str, int, int]]:
 def cache_key(
     data: str, *, level: str, harvests: str, featurizer_version: int = FEATURIZER_VERSION
 ) -> str:
-    """Hex digest of the dataset fingerprint, the featurizer version and the load options."""
+    """Hex digest of the dataset's identity (its resolved location: two datasets whose files
+    look alike, e.g. two empty directories, never share an entry), its fingerprint, the
+    featurizer version and the load options."""
+    loc = resolve(data)
+    scheme = data.split("://", 1)[0] if "://" in data and not data.startswith("file://") else "file"
     payload = {
+        "dataset": f"{scheme}://{loc.root}",
         "files": dataset_fingerprint(data),
         "featurizer_version": featurizer_version,
         "level": level,
@@ -184,6 +196,8 @@ class Batch:
     graph, e.g. compile failed); tab float32 [B, T] side features; log_latency float32 [B]
     (NaN unless valid); valid bool [B]; group int64 [B] (run of each sample, batch-local);
     tie_tol float32 [B] (log-latency half-spread of the sample's timing, for near-ties).
+    In a config-sensitive batch every sample with a graph has its own copy of it (``n_graphs``
+    = samples with a graph) and ``node_rel`` / ``node_sensitive`` are set.
     """
 
     x_cat: torch.Tensor
@@ -199,6 +213,13 @@ class Batch:
     valid: torch.Tensor
     group: torch.Tensor
     tie_tol: torch.Tensor
+    prior: torch.Tensor | None = None
+    """float32 [B]: the analytic prior's score (ln units, run-centered); None without one."""
+    node_rel: torch.Tensor | None = None
+    """float32 [N, F] (config-sensitive batches): each node's numeric values minus the mean of
+    the same op over its run's graphs; None otherwise."""
+    node_sensitive: torch.Tensor | None = None
+    """float32 [N] (config-sensitive batches): 1 where the node's op varies within the run."""
 
     def to(self, device: torch.device | str) -> Batch:
         moved = {
@@ -213,10 +234,22 @@ class GraphSamples:
 
     ``frame``: rows of the samples table (its order is the sample order); ``graphs``: the
     featurized graphs (any superset of the graphs the rows use); ``tab``: float32
-    [len(frame), T] side features (e.g. :class:`train.features.TabularFeatures` output).
+    [len(frame), T] side features (e.g. :class:`train.features.TabularFeatures` output);
+    ``prior``: float64 [len(frame)] analytic prior score per sample (ln units; centered per
+    run here), or None; ``config_sensitive``: batches carry one graph copy per sample with
+    run-relative node features (see the module docstring), computed from the rows' graphs
+    only (no labels).
     """
 
-    def __init__(self, frame: pl.DataFrame, graphs: FeaturizedGraphs, tab: np.ndarray) -> None:
+    def __init__(
+        self,
+        frame: pl.DataFrame,
+        graphs: FeaturizedGraphs,
+        tab: np.ndarray,
+        *,
+        prior: np.ndarray | None = None,
+        config_sensitive: bool = False,
+    ) -> None:
         if len(tab) != frame.height:
             raise ValueError(f"tab has {len(tab)} rows but the frame {frame.height}")
         self.frame = frame
@@ -239,12 +272,24 @@ class GraphSamples:
         self.tie_tol = torch.from_numpy(self._tie_tol)
         runs = frame["run_id"].to_numpy()
         self.run_ids, self.run_of = np.unique(runs, return_inverse=True)
-        self.run_members = [np.flatnonzero(self.run_of == r) for r in range(len(self.run_ids))]
+        # One stable sort, split at run boundaries: linear in samples (not runs x samples).
+        order = np.argsort(self.run_of, kind="stable")
+        bounds = np.cumsum(np.bincount(self.run_of, minlength=len(self.run_ids)))[:-1]
+        self.run_members = np.split(order, bounds)
         self._x_cat = torch.from_numpy(graphs.x_cat)
         self._x_num = torch.from_numpy(graphs.x_num)
         self._edge_index = torch.from_numpy(graphs.edge_index)
         self._edge_type = torch.from_numpy(graphs.edge_type)
         self._edge_pos = torch.from_numpy(graphs.edge_pos)
+        self._prior = None
+        if prior is not None:
+            values = np.nan_to_num(np.asarray(prior, dtype=np.float64), nan=0.0)
+            if values.shape != (frame.height,):
+                raise ValueError(f"prior has shape {values.shape}; the frame {frame.height} rows")
+            self._prior = run_relative(values[:, None], runs)[:, 0].astype(np.float32)
+        self.config_sensitive = config_sensitive
+        if config_sensitive:
+            self._op_stats = RunOpStats.of(self.run_of, self.graph_index, graphs)
 
     def __len__(self) -> int:
         return self.frame.height
@@ -269,20 +314,31 @@ class GraphSamples:
         )
 
     def collate(self, indices: Sequence[int] | np.ndarray) -> Batch:
-        """Batch the samples ``indices``; each distinct graph among them appears once."""
+        """Batch the samples ``indices``: each distinct graph among them appears once, or, when
+        ``config_sensitive``, once per sample with its run-relative node features."""
         idx = np.asarray(indices, dtype=np.int64)
         g_of = self.graph_index[idx]
-        distinct, sample_graph = np.unique(g_of[g_of >= 0], return_inverse=True)
+        has = g_of >= 0
+        if self.config_sensitive:
+            instances = g_of[has]
+            sample_graph = np.arange(len(instances))
+        else:
+            instances, sample_graph = np.unique(g_of[has], return_inverse=True)
         full_sample_graph = np.full(len(idx), -1, dtype=np.int64)
-        full_sample_graph[g_of >= 0] = sample_graph
+        full_sample_graph[has] = sample_graph
         ptr, eptr = self.graphs.node_ptr, self.graphs.edge_ptr
-        n_nodes = ptr[distinct + 1] - ptr[distinct]
-        n_edges = eptr[distinct + 1] - eptr[distinct]
-        node_rows = _ranges(ptr[distinct], n_nodes)
-        edge_rows = _ranges(eptr[distinct], n_edges)
+        n_nodes = ptr[instances + 1] - ptr[instances]
+        n_edges = eptr[instances + 1] - eptr[instances]
+        node_rows = _ranges(ptr[instances], n_nodes)
+        edge_rows = _ranges(eptr[instances], n_edges)
         offsets = np.repeat(np.cumsum(n_nodes) - n_nodes, n_edges)
         _, group = np.unique(self.run_of[idx], return_inverse=True)
         g = self.graphs
+        node_rel = node_sensitive = None
+        if self.config_sensitive:
+            node_runs = np.repeat(self.run_of[idx[has]], n_nodes)
+            rel, sensitive = self._op_stats.lookup(node_runs, node_rows, g)
+            node_rel, node_sensitive = torch.from_numpy(rel), torch.from_numpy(sensitive)
         # Gathers run in numpy: torch's indexing kernels cost ~100x more per call here (thread
         # pool start-up on small tensors), and collation must outpace the training step.
         return Batch(
@@ -291,14 +347,17 @@ class GraphSamples:
             edge_index=torch.from_numpy(g.edge_index[:, edge_rows] + offsets),
             edge_type=torch.from_numpy(g.edge_type[edge_rows]),
             edge_pos=torch.from_numpy(g.edge_pos[edge_rows]),
-            node_graph=torch.from_numpy(np.repeat(np.arange(len(distinct)), n_nodes)),
-            n_graphs=len(distinct),
+            node_graph=torch.from_numpy(np.repeat(np.arange(len(instances)), n_nodes)),
+            n_graphs=len(instances),
             sample_graph=torch.from_numpy(full_sample_graph),
             tab=torch.from_numpy(self._tab[idx]),
             log_latency=torch.from_numpy(self._log_latency[idx]),
             valid=torch.from_numpy(self._valid[idx]),
             group=torch.from_numpy(group.astype(np.int64)),
             tie_tol=torch.from_numpy(self._tie_tol[idx]),
+            prior=None if self._prior is None else torch.from_numpy(self._prior[idx]),
+            node_rel=node_rel,
+            node_sensitive=node_sensitive,
         )
 
     def run_batches(
@@ -328,6 +387,69 @@ class GraphSamples:
             yield np.concatenate(
                 [self.run_members[r] for r in order[start : start + runs_per_batch]]
             )
+
+
+@dataclass(frozen=True)
+class RunOpStats:
+    """Per (run, op) statistics of node features over the distinct graphs a run's samples use.
+
+    ``keys`` int64 [K] sorted: run index * ``n_codes`` + op code (the featurized ``op_name``
+    vocabulary index); ``mean`` float32 [K, F]: mean numeric value (the standardized half of
+    ``x_num``) of the op's nodes in the run; ``sensitive`` float32 [K]: 1 when any of those
+    values differs between the op's nodes of the run (the op changes with the config).
+    """
+
+    keys: np.ndarray
+    mean: np.ndarray
+    sensitive: np.ndarray
+    n_codes: int
+
+    @classmethod
+    def of(
+        cls, run_of: np.ndarray, graph_index: np.ndarray, graphs: FeaturizedGraphs
+    ) -> RunOpStats:
+        """Statistics of every run of the samples (``run_of`` / ``graph_index``, one per
+        sample) over the distinct graphs each run's samples use."""
+        op = graphs.x_cat[:, OP_COLUMN]
+        n_codes = int(op.max()) + 1 if len(op) else 1
+        width = graphs.x_num.shape[1] // 2
+        used = graph_index >= 0
+        pairs = np.unique(np.stack([run_of[used], graph_index[used]], axis=1), axis=0)
+        if len(pairs) == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, np.zeros((0, width), np.float32), np.zeros(0, np.float32), n_codes)
+        ptr = graphs.node_ptr
+        counts = ptr[pairs[:, 1] + 1] - ptr[pairs[:, 1]]
+        rows = _ranges(ptr[pairs[:, 1]], counts)
+        keys = np.repeat(pairs[:, 0], counts) * n_codes + op[rows]
+        unique, inverse = np.unique(keys, return_inverse=True)
+        values = graphs.x_num[rows, :width].astype(np.float64)
+        sums = np.zeros((len(unique), width))
+        np.add.at(sums, inverse, values)
+        highest = np.full((len(unique), width), -np.inf)
+        lowest = np.full((len(unique), width), np.inf)
+        np.maximum.at(highest, inverse, values)
+        np.minimum.at(lowest, inverse, values)
+        mean = sums / np.bincount(inverse)[:, None]
+        sensitive = ((highest - lowest) > 1e-6).any(axis=1)
+        return cls(unique, mean.astype(np.float32), sensitive.astype(np.float32), n_codes)
+
+    def lookup(
+        self, node_runs: np.ndarray, node_rows: np.ndarray, graphs: FeaturizedGraphs
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(node_rel float32 [N, F], node_sensitive float32 [N]) for graph rows ``node_rows``
+        placed in runs ``node_runs``."""
+        width = graphs.x_num.shape[1] // 2
+        keys = node_runs * self.n_codes + np.minimum(
+            graphs.x_cat[node_rows, OP_COLUMN], self.n_codes - 1
+        )
+        position = np.clip(np.searchsorted(self.keys, keys), 0, max(len(self.keys) - 1, 0))
+        found = self.keys[position] == keys if len(self.keys) else np.zeros(len(keys), dtype=bool)
+        values = graphs.x_num[node_rows, :width]
+        mean = self.mean[position] if len(self.keys) else np.zeros_like(values)
+        rel = np.where(found[:, None], values - mean, 0.0).astype(np.float32)
+        sensitive = np.where(found, self.sensitive[position] if len(self.keys) else 0.0, 0.0)
+        return rel, sensitive.astype(np.float32)
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -8,6 +8,13 @@ step, as it is for the hardware), then standardized with statistics of the train
 A value that is unknown (an older dataset, a failed compile, the interpreter's lack of device
 facts) or not applicable (a family without a K tile) becomes 0 after standardization plus a
 ``missing:<group>`` indicator, so models can tell "absent" from "average".
+
+Run-relative copies (``rel:<name>``, on by default): every feature that varies with the config
+(knobs, roles, launch, static stats, SASS mix, graph counts) again, minus its mean over the
+configs of the same run in the frame being transformed. A ranking within a run only needs
+what sets a config apart from its siblings; absolute values mix that with what sets the run
+apart from other runs (problem size, family), which is what held-out families change. Models
+see both. Rank the candidates of a run together: a run of one config has all ``rel:`` zero.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from schemas.enums import DEVICE_INTERPRETER, ROLES
 from schemas.tables import MEASUREMENTS, RUNS
 from train.tables import IR_COUNT_COLUMNS
 
-FEATURES_VERSION = 2
+FEATURES_VERSION = 3
 """Bumped whenever the meaning or order of the features changes (part of cache keys and
 checkpoints)."""
 
@@ -208,6 +215,22 @@ _PROGRAM_DERIVED = (
 
 
 NEVER_MISSING = frozenset({"knob:tile_log2", "device:interpreter"})
+
+CONFIG_PREFIXES = ("knob", "role", "launch", "static", "sass", "graph")
+"""Feature prefixes whose values vary between the configs of one run (they get ``rel:``
+copies); problem, dims and device features are constant within a run."""
+
+
+def run_relative(values: np.ndarray, run_ids: np.ndarray) -> np.ndarray:
+    """``values`` [n, F] minus the mean of its run's rows (``run_ids`` [n]), float64 [n, F]."""
+    _, inverse = np.unique(run_ids, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse).astype(np.float64)
+    sums = np.zeros((len(counts), values.shape[1]))
+    np.add.at(sums, inverse, values)
+    return values - (sums / counts[:, None])[inverse]
+
+
 """Features computed from columns that are always present: no missing indicator."""
 
 
@@ -306,10 +329,23 @@ class TabularFeatures:
     std: list[float] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     version: int = FEATURES_VERSION
+    relative: bool = True
+    """Append run-relative copies of the config features (see the module docstring)."""
+
+    @property
+    def relative_names(self) -> list[str]:
+        """Raw features that get a ``rel:`` copy (config-dependent ones), in column order."""
+        if not self.relative:
+            return []
+        return [n for n in self.raw_names if n.partition(":")[0] in CONFIG_PREFIXES]
 
     @property
     def names(self) -> list[str]:
-        return [*self.raw_names, *(f"missing:{g}" for g in self.groups)]
+        return [
+            *self.raw_names,
+            *(f"rel:{n}" for n in self.relative_names),
+            *(f"missing:{g}" for g in self.groups),
+        ]
 
     def fit(self, frame: pl.DataFrame) -> TabularFeatures:
         """Learn the feature set (roles, SASS classes present) and per-feature mean/std from
@@ -331,8 +367,9 @@ class TabularFeatures:
         return self
 
     def transform(self, frame: pl.DataFrame) -> np.ndarray:
-        """float32 array [n_samples, len(names)]: standardized features (0 where unknown), then
-        one 0/1 indicator per missing-group (1 when the group's values are unknown)."""
+        """float32 array [n_samples, len(names)]: standardized features (0 where unknown), their
+        run-relative copies (``relative``; runs as grouped by ``frame``'s run_id), then one 0/1
+        indicator per missing-group (1 when the group's values are unknown)."""
         if not self.raw_names:
             raise RuntimeError("TabularFeatures.transform called before fit")
         values = _matrix(raw_features(frame), self.raw_names)
@@ -347,7 +384,11 @@ class TabularFeatures:
             # A group is unknown where all of its features are (they are unknown together).
             target = group_index[_group(name)]
             indicators[:, target] = np.minimum(indicators[:, target], missing[:, column])
-        return np.hstack([scaled, indicators]).astype(np.float32)
+        parts = [scaled]
+        if self.relative:
+            chosen = [self.raw_names.index(n) for n in self.relative_names]
+            parts.append(run_relative(scaled[:, chosen], frame["run_id"].to_numpy()))
+        return np.hstack([*parts, indicators]).astype(np.float32)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serializable state (for checkpoints)."""
@@ -357,6 +398,7 @@ class TabularFeatures:
             "mean": self.mean,
             "std": self.std,
             "groups": self.groups,
+            "relative": self.relative,
         }
 
     @classmethod
@@ -367,7 +409,11 @@ class TabularFeatures:
                 f"TabularFeatures state has version {state.get('version')!r}; this code reads version {FEATURES_VERSION}"
             )
         return cls(
-            list(state["raw_names"]), list(state["mean"]), list(state["std"]), list(state["groups"])
+            list(state["raw_names"]),
+            list(state["mean"]),
+            list(state["std"]),
+            list(state["groups"]),
+            relative=bool(state.get("relative", True)),
         )
 
 

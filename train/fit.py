@@ -1,5 +1,11 @@
 """Training loop: run-grouped batches, early stopping on validation Kendall tau, DDP-aware.
 
+Which epoch's weights are kept (``FitResult.selection``): the best validation Kendall tau;
+the lowest training loss when the validation split has no run with two valid configs (said
+in ``FitResult.notice``: a validation split that cannot rank must not silently hand back the
+untrained initial weights); the last epoch when there is no validation split at all (the
+final model, trained for a fixed number of epochs).
+
 Under ``torchrun`` (``torch.distributed`` initialized by the caller) the model is wrapped in
 DistributedDataParallel and each rank takes its share of the runs every epoch
 (:meth:`train.data.GraphSamples.run_batches`); every rank evaluates the whole validation set
@@ -14,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import polars as pl
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
@@ -39,15 +46,22 @@ class TrainConfig:
     loss: LossWeights = field(default_factory=LossWeights)
 
 
+SELECTIONS = ("val_kendall_tau", "train_loss", "last_epoch")
+
+
 @dataclass
 class FitResult:
-    """The best model (by validation tau; the last one without validation data), the epoch it
-    came from, and per-epoch history rows (epoch, train loss terms, val_kendall_tau)."""
+    """The kept model, the epoch it came from, the criterion that chose it (:data:`SELECTIONS`;
+    see the module docstring) and its value, per-epoch history rows (epoch, train loss terms,
+    val_kendall_tau) and ``notice``: a sentence for the user when the criterion is not the
+    requested one (None otherwise)."""
 
     model: CostModel
     best_epoch: int
     best_val: float
     history: list[dict[str, float]]
+    selection: str = "val_kendall_tau"
+    notice: str | None = None
 
 
 @dataclass
@@ -101,16 +115,13 @@ def train_model(
     on_epoch: Callable[[dict[str, float]], None] | None = None,
 ) -> FitResult:
     """Train a :class:`CostModel` on ``train``; keep the weights of the epoch with the best mean
-    validation Kendall tau on ``val`` and stop after ``config.patience`` epochs without gain."""
+    validation Kendall tau on ``val`` and stop after ``config.patience`` epochs without gain
+    (see the module docstring for a ``val`` that cannot rank, or None)."""
+    selection, notice = _selection(val)
     torch.manual_seed(config.seed)
     rank, world = _world()
     model = CostModel(model_config)
-    known = train.log_latency[train.valid & ~torch.isnan(train.log_latency)]
-    if len(known):
-        # Start the regression head at the training mean: latencies span decades, and a head
-        # starting at 0 (1 ms) would spend its first epochs only shifting its bias.
-        with torch.no_grad():
-            model.heads.bias[1] = known.mean()
+    _initialize_heads(model, train)
     model = model.to(config.device)
     wrapped: torch.nn.Module = model
     if world > 1:
@@ -145,12 +156,16 @@ def train_model(
                 sums[name] = sums.get(name, 0.0) + value
             steps += 1
         row = {"epoch": float(epoch), **{k: v / max(steps, 1) for k, v in sums.items()}}
-        if val is not None and len(val):
+        if selection == "val_kendall_tau" and val is not None:
             row["val_kendall_tau"] = validation_tau(model, val)
         history.append(row)
         if on_epoch is not None:
             on_epoch(row)
-        current = row.get("val_kendall_tau", float(epoch))  # no validation: keep the last epoch
+        current = {
+            "val_kendall_tau": row.get("val_kendall_tau", math.nan),
+            "train_loss": -row.get("loss", math.inf),
+            "last_epoch": float(epoch),
+        }[selection]
         if not math.isnan(current) and current > best_val:
             best_state, best_val, best_epoch, stale = (
                 copy.deepcopy(model.state_dict()),
@@ -160,8 +175,41 @@ def train_model(
             )
         else:
             stale += 1
-            if stale >= config.patience:
+            if stale >= config.patience and selection != "last_epoch":
                 break
     model.load_state_dict(best_state)
     model.eval()
-    return FitResult(model, best_epoch, best_val, history)
+    if selection == "train_loss":
+        best_val = -best_val
+    return FitResult(model, best_epoch, best_val, history, selection, notice)
+
+
+def _selection(val: GraphSamples | None) -> tuple[str, str | None]:
+    """(criterion, notice) for a validation split: see the module docstring."""
+    if val is None or len(val) == 0:
+        return "last_epoch", None
+    judged = (
+        val.frame.filter(pl.col("valid")).group_by("run_id").agg(pl.col("median_ms").n_unique())
+    )
+    if judged.filter(pl.col("median_ms") >= 2).is_empty():
+        return "train_loss", (
+            "the validation split has no run with two valid configs of different latency to "
+            "rank: the epoch with "
+            "the lowest training loss is kept instead of early stopping on validation tau"
+        )
+    return "val_kendall_tau", None
+
+
+def _initialize_heads(model: CostModel, train: GraphSamples) -> None:
+    """Start the regression head at the training mean log latency and the validity head at
+    the training share of valid configs (as a logit): latencies span decades and a head at 0
+    (1 ms) would spend its first epochs shifting its bias, and a validity head at 0 (p 0.5)
+    flips on noise, so a model early-stopped after a few epochs predicted failures on data
+    without any."""
+    known = train.log_latency[train.valid & ~torch.isnan(train.log_latency)]
+    share = float(train.valid.float().mean()) if len(train) else 1.0
+    share = min(max(share, 1e-3), 1 - 1e-3)
+    with torch.no_grad():
+        if len(known):
+            model.heads.bias[1] = known.mean()
+        model.heads.bias[2] = math.log(share / (1 - share))

@@ -1,12 +1,19 @@
-"""Ranking and regression metrics of a cost model, TpuGraphs / TenSet style.
+"""Ranking and regression metrics of a cost model, TpuGraphs / TenSet style, validity-aware.
 
-Inputs are flat arrays over samples (one per measured config) with a ``run_ids`` array that
-groups them into autotune runs. Conventions shared by every function:
+Inputs are flat arrays over samples (one per config) with a ``run_ids`` array that groups them
+into autotune runs. Conventions shared by every function:
 
 - ``measured_ms``: measured median latency in ms; NaN (or non-finite) for configs that did
-  not run (failed statuses). Ranking metrics use only configs with a finite latency.
+  not run (failed statuses: compile errors, out of resources, timeouts, mismatches).
 - ``predicted`` / ``predicted_score``: the model's score; **lower means predicted faster**.
   Scores are compared only within a run, so any monotone scale works.
+- Kendall tau and OPA judge the *order of the configs that ran* (failed ones have no latency
+  to order). Top-k slowdown judges *what a user gets*: the model's k first picks among **all**
+  configs of a run, failed ones included. A pick that fails gives no timing; when every one of
+  the k picks fails, the run costs :data:`FAILED_PICKS_COST` (the run's slowest valid config),
+  so a model that ranks failing configs first is punished, not silently skipped.
+- A model that predicts validity ranks by :func:`validity_aware_score`: configs it predicts
+  to fail go after every config it predicts to run (the order ``train.predict`` returns).
 - Per-run metrics are averaged over runs, each run weighing the same (TpuGraphs layout
   metric), not over configs.
 """
@@ -94,25 +101,80 @@ def opa(run_ids: Sequence[str] | np.ndarray, measured_ms: ArrayLike, predicted: 
     return float(np.mean(scores)) if scores else float("nan")
 
 
+FAILED_PICKS_COST = "worst"
+"""What a run costs when all of the model's k picks fail: the latency of the run's slowest
+valid config (so the slowdown is (worst - best) / best). A user whose tuning budget went on
+failing configs falls back to something that runs, and nothing guarantees it is good."""
+
+VALIDITY_THRESHOLD = 0.5
+"""A config is predicted to run when its predicted probability of status ok is >= this."""
+
+
+def validity_aware_score(
+    score: ArrayLike, p_valid: ArrayLike | None, threshold: float = VALIDITY_THRESHOLD
+) -> np.ndarray:
+    """``score`` with every config predicted to fail (``p_valid < threshold``) moved after every
+    config predicted to run, keeping the order within each of the two classes (float64 [n]).
+
+    ``p_valid`` None (a model without a validity head) returns ``score`` unchanged. The shift
+    is one constant larger than the score range, so the result is a valid score for every
+    metric here (lower = picked first) and its order within a run is what
+    :func:`train.predict.rank_configs` returns.
+    """
+    values = np.asarray(score, dtype=np.float64)
+    if p_valid is None:
+        return values.copy()
+    p = np.asarray(p_valid, dtype=np.float64)
+    if p.shape != values.shape:
+        raise ValueError(f"p_valid has shape {p.shape}; score {values.shape}")
+    finite = values[np.isfinite(values)]
+    span = float(finite.max() - finite.min()) if finite.size else 0.0
+    return np.where(p >= threshold, values, values + span + 1.0)
+
+
+def _all_runs(
+    run_ids: Sequence[str] | np.ndarray, measured_ms: ArrayLike, predicted: ArrayLike
+) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+    """(run_id, measured, predicted) per run over **every** config (failed ones NaN measured);
+    NaN scores sort last."""
+    ids = np.asarray(run_ids)
+    measured = np.asarray(measured_ms, dtype=np.float64)
+    scores = np.asarray(predicted, dtype=np.float64)
+    for array in (measured, scores):
+        if array.shape != ids.shape:
+            raise ValueError(f"arrays must all have shape {ids.shape}; got {array.shape}")
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]]) if len(ids) else []
+    for begin, end in itertools.pairwise([*list(starts), len(ids)]):
+        rows = order[begin:end]
+        yield str(sorted_ids[begin]), measured[rows], scores[rows]
+
+
 def topk_slowdown_per_run(
     run_ids: Sequence[str] | np.ndarray, measured_ms: ArrayLike, predicted: ArrayLike, k: int
 ) -> dict[str, float]:
     """Per run: (best measured latency among the model's k lowest-scored configs - the run's
     best) / the run's best. 0 means the best config is in the model's top k.
 
-    Ties in the score are broken by position in the input (stable sort), so pass configs in
-    an order that carries no information (e.g. sorted by config_id). Only configs with a finite
-    latency take part; runs with none are left out.
+    Every config of the run is a candidate pick, failed ones (NaN latency) included: a failed
+    pick gives nothing, and when all k picks fail the run costs its slowest valid config
+    (:data:`FAILED_PICKS_COST`). Ties in the score are broken by position in the input (stable
+    sort), so pass configs in an order that carries no information (e.g. sorted by
+    config_id). Runs without any valid config are left out (there is no best to miss).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}")
     result: dict[str, float] = {}
-    for run_id, measured, (predicted_run,) in _runs(run_ids, measured_ms, predicted):
-        if len(measured) == 0:
+    for run_id, measured, predicted_run in _all_runs(run_ids, measured_ms, predicted):
+        ok = np.isfinite(measured)
+        if not ok.any():
             continue
+        best = measured[ok].min()
         top = np.argsort(predicted_run, kind="stable")[:k]
-        best = measured.min()
-        result[run_id] = float((measured[top].min() - best) / best)
+        picked = measured[top][ok[top]]
+        got = picked.min() if picked.size else measured[ok].max()
+        result[run_id] = float((got - best) / best)
     return result
 
 
@@ -123,6 +185,19 @@ def topk_slowdown(
     0 is perfect, 0.25 means the configs picked are 25 % slower than the best on average)."""
     per_run = topk_slowdown_per_run(run_ids, measured_ms, predicted, k)
     return float(np.mean(list(per_run.values()))) if per_run else float("nan")
+
+
+def first_pick_failure_rate(
+    run_ids: Sequence[str] | np.ndarray, measured_ms: ArrayLike, predicted: ArrayLike
+) -> float:
+    """Fraction of runs (with at least one valid config) whose first pick fails (NaN latency);
+    NaN when there is no such run."""
+    failed = [
+        float(not np.isfinite(measured[np.argsort(predicted_run, kind="stable")[0]]))
+        for _, measured, predicted_run in _all_runs(run_ids, measured_ms, predicted)
+        if np.isfinite(measured).any()
+    ]
+    return float(np.mean(failed)) if failed else float("nan")
 
 
 def mape(measured: ArrayLike, predicted_ms: ArrayLike) -> float:
@@ -161,22 +236,27 @@ def evaluate(
     valid_true: Sequence[bool] | np.ndarray | None = None,
     valid_pred: Sequence[bool] | np.ndarray | None = None,
     ks: Sequence[int] = (1, 5),
+    p_valid: ArrayLike | None = None,
 ) -> dict[str, float]:
     """Every metric of one model on one set of samples.
 
-    Keys: ``kendall_tau`` (mean per-run tau-b), ``kendall_tau_runs`` (runs it averages: those
-    with >= 2 distinct finite latencies), ``opa``, ``top{k}_slowdown`` for each k, and, when
-    their inputs are given, ``mape`` (percent) and ``validity_accuracy``. Missing ones are NaN
-    so every model reports the same keys.
+    Keys: ``kendall_tau`` (mean per-run tau-b over the configs that ran), ``kendall_tau_runs``
+    (runs it averages: those with >= 2 distinct finite latencies), ``opa``, ``top{k}_slowdown``
+    for each k and ``top1_failed`` (fraction of runs whose first pick fails), both over every
+    config in the validity-aware order (:func:`validity_aware_score` of ``p_valid`` when
+    given), and, when their inputs are given, ``mape`` (percent) and ``validity_accuracy``.
+    Missing ones are NaN so every model reports the same keys.
     """
     taus = kendall_tau_per_run(run_ids, measured_ms, predicted_score)
+    picks = validity_aware_score(predicted_score, p_valid)
     result = {
         "kendall_tau": float(np.mean(list(taus.values()))) if taus else float("nan"),
         "kendall_tau_runs": float(len(taus)),
         "opa": opa(run_ids, measured_ms, predicted_score),
     }
     for k in ks:
-        result[f"top{k}_slowdown"] = topk_slowdown(run_ids, measured_ms, predicted_score, k)
+        result[f"top{k}_slowdown"] = topk_slowdown(run_ids, measured_ms, picks, k)
+    result["top1_failed"] = first_pick_failure_rate(run_ids, measured_ms, picks)
     result["mape"] = mape(measured_ms, predicted_ms) if predicted_ms is not None else float("nan")
     has_validity = valid_true is not None and valid_pred is not None
     result["validity_accuracy"] = (

@@ -1,73 +1,106 @@
 """Rank configs a model has never seen measured: API and ``python -m train.predict``.
 
-Inputs are what a GPU-less machine can produce: the IR tables of each candidate config's
-compile (``ir_nodes`` / ``ir_edges`` rows, e.g. ``extract``'s ``IrGraph.to_arrow()``) and a
-candidates frame with one row per config (config knobs, launch grid, problem size; any
-column of :func:`train.tables.load_samples` it lacks counts as unknown), or a dataset
-directory whose configs are ranked as they are.
+**The stable entry point** for other code (the harvest's ``--rank-with``, replay, a Triton
+``prune_configs_by`` provider) is :func:`rank_configs`: checkpoint + candidate configs + their
+IR tables -> the candidates with ``rank`` (1 = try first, per ``run_id``), ``score``,
+``predicted_ms`` and ``p_valid``. Load the checkpoint once with
+:func:`train.checkpoint.load_checkpoint` and pass the object when ranking many runs.
+
+Inputs are what a GPU-less machine can produce: the IR of each candidate's compile (a
+dataset-layout directory, ``python -m extract compile`` output, or ``extract``'s
+``IrGraph.to_arrow()`` tables) and a candidates frame with one row per config (config knobs,
+launch grid, problem size, static stats; any column of :func:`train.tables.load_samples` it
+lacks counts as unknown, and the inputs the model was trained with that are missing are named
+in a :class:`MissingInputsWarning`). Candidates are ranked per ``run_id``: pass all configs of
+one kernel launch together (the features compare a config with its run's others).
+
+Ranking is validity-aware: configs the model predicts to fail (``p_valid`` < 0.5) come after
+every config it predicts to run, each group in score order. A checkpoint refuses candidates
+for an arch it never saw in training (:class:`UnseenArchError`) unless told to go on, which it
+then does with an :class:`UnseenArchWarning`.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
-from schemas import read_table
-from schemas.tables import MEASUREMENTS, RUNS
+from schemas import DatasetError, read_table
+from schemas.argtypes import positive_int
+from train.baselines.analytic import analytic_prior
+from train.candidates import (
+    CandidateError,
+    complete_candidates,
+    is_compile_output,
+    join_compile_output,
+    missing_inputs,
+    read_compile_output,
+    with_graph_counts,
+)
 from train.checkpoint import Checkpoint, load_checkpoint
 from train.data import GraphSamples, read_ir_tables
 from train.fit import predict_samples
 from train.graphs import encode_graphs
-from train.tables import (
-    GRAPH_COUNT_COLUMNS,
-    IR_COUNT_COLUMNS,
-    MEASUREMENT_COLUMNS,
-    RUN_COLUMNS,
-    load_samples,
-)
+from train.metrics import validity_aware_score
+from train.tables import load_samples
 
 OUTPUT_COLUMNS = ("run_id", "config_id", "rank", "predicted_ms", "score", "p_valid")
 
 
-def _template() -> pl.DataFrame:
-    """An empty frame with every samples-table column the featurizers may read."""
-    runs = pl.from_arrow(RUNS.empty_table().select(list(RUN_COLUMNS)))
-    measurements = pl.from_arrow(
-        MEASUREMENTS.empty_table().select([c for c in MEASUREMENT_COLUMNS if c != "run_id"])
-    )
-    assert isinstance(runs, pl.DataFrame) and isinstance(measurements, pl.DataFrame)
-    extra = pl.DataFrame(
-        schema={
-            "ir_id": pl.String,
-            **dict.fromkeys(IR_COUNT_COLUMNS, pl.Int32),
-            "valid": pl.Boolean,
-            "log_latency": pl.Float64,
-            "norm_runtime": pl.Float64,
-            "run_best_ms": pl.Float64,
-        }
-    )
-    return pl.concat([runs, measurements.drop("harvest_id"), extra], how="horizontal")
+class UnseenArchError(ValueError):
+    """Candidates are for an arch (device) the checkpoint was never trained on."""
 
 
-def complete_candidates(candidates: pl.DataFrame) -> pl.DataFrame:
-    """``candidates`` with every missing samples-table column added as nulls (typed), a
-    ``run_id`` (one group, ``"candidates"``) and ``config_id`` (row number) when absent."""
-    frame = candidates
-    if "run_id" not in frame.columns:
-        frame = frame.with_columns(pl.lit("candidates").alias("run_id"))
-    if "config_id" not in frame.columns:
-        frame = frame.with_row_index("config_id").with_columns(pl.col("config_id").cast(pl.String))
-    template = _template()
-    missing = [
-        pl.lit(None, dtype=dtype).alias(name)
-        for name, dtype in template.schema.items()
-        if name not in frame.columns
-    ]
-    return frame.with_columns(missing)
+class UnseenArchWarning(UserWarning):
+    """Ranking went on for an arch the checkpoint never saw (``allow_unseen_arch``)."""
+
+
+class MissingInputsWarning(UserWarning):
+    """The candidates lack inputs the model was trained with; its ranking degrades."""
+
+
+def _checkpoint(checkpoint: Checkpoint | str | Path) -> Checkpoint:
+    return checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+
+
+def resolve_arch(
+    ckpt: Checkpoint, frame: pl.DataFrame, arch: str | None, *, allow_unseen_arch: bool
+) -> pl.DataFrame:
+    """``frame`` with ``arch`` filled (from ``arch``; from the checkpoint when it saw exactly
+    one, with a warning) and checked against the arches the checkpoint saw: unseen ones raise
+    :class:`UnseenArchError`, or with ``allow_unseen_arch`` warn (:class:`UnseenArchWarning`)."""
+    seen = list(ckpt.seen.get("arches", []))
+    column = frame["arch"] if "arch" in frame.columns else pl.Series([None] * frame.height)
+    if arch is not None:
+        column = column.fill_null(arch)
+    if column.null_count():
+        if len(seen) != 1:
+            raise UnseenArchError(
+                f"{column.null_count()} candidate(s) name no arch and the checkpoint saw "
+                f"{len(seen)} ({', '.join(seen) or 'none recorded'}): give the arch to rank for"
+            )
+        warnings.warn(
+            f"{column.null_count()} candidate(s) name no arch: ranked for {seen[0]}, the only "
+            "arch this model was trained on (give the arch to silence this)",
+            UnseenArchWarning,
+            stacklevel=3,
+        )
+        column = column.fill_null(seen[0])
+    unseen = sorted(set(column.cast(pl.String).to_list()) - set(seen))
+    if unseen:
+        message = (
+            f"the model was trained on {', '.join(seen) or 'no recorded arch'} only; candidates "
+            f"are for {', '.join(unseen)}: its ranking there is a guess"
+        )
+        if not allow_unseen_arch:
+            raise UnseenArchError(message + " (allow_unseen_arch / --allow-unseen-arch to go on)")
+        warnings.warn(message, UnseenArchWarning, stacklevel=3)
+    return frame.with_columns(column.cast(pl.String).alias("arch"))
 
 
 def rank_configs(
@@ -76,112 +109,216 @@ def rank_configs(
     ir_nodes: pl.DataFrame,
     ir_edges: pl.DataFrame,
     ir_graphs: pl.DataFrame | None = None,
+    *,
+    arch: str | None = None,
+    allow_unseen_arch: bool = False,
 ) -> pl.DataFrame:
-    """Predict latency, validity and rank (1 = predicted fastest, per ``run_id``) of every row
-    of ``candidates``.
+    """Predict latency and validity of every row of ``candidates`` and rank them per run.
 
-    ``candidates``: one row per config; ``ir_id`` names its graph (of the checkpoint's level)
-    in ``ir_nodes`` / ``ir_edges``. ``ir_graphs`` (optional) supplies the graph summary counts
-    the candidates lack. Rows whose graph is absent are ranked on side features alone.
-    Returns the candidates sorted by run_id, rank, with :data:`OUTPUT_COLUMNS` first.
+    ``candidates``: one row per config (columns of :func:`train.tables.load_samples`; absent
+    ones are unknown, and inputs the model was trained with that are absent or all null are
+    named in a :class:`MissingInputsWarning`); ``run_id`` groups the configs ranked together
+    (absent: one group); ``ir_id`` names each config's graph (of the checkpoint's level) in
+    ``ir_nodes`` / ``ir_edges``; rows whose graph is absent are ranked on side features alone.
+    ``ir_graphs`` (optional) supplies the graph summary counts the candidates lack. ``arch``
+    fills candidates without an ``arch`` (the device they will run on; ``interpreter`` for
+    Triton's CPU interpreter). See :func:`resolve_arch` for unseen arches.
+
+    Returns the candidates sorted by run_id, rank, with :data:`OUTPUT_COLUMNS` first: ``rank``
+    1 = try first (validity-aware: predicted failures last), ``score`` (lower = predicted
+    faster), ``predicted_ms`` (the latency head, ms), ``p_valid`` (probability it runs).
     """
-    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
-    frame = candidates
-    if ir_graphs is not None and "ir_id" in frame.columns:
-        counts = [
-            c
-            for c in GRAPH_COUNT_COLUMNS
-            if f"ir_{c}" not in frame.columns and c in ir_graphs.columns
-        ]
-        summary = (
-            ir_graphs.select("ir_id", *counts)
-            .unique("ir_id")
-            .rename({c: f"ir_{c}" for c in counts})
+    ckpt = _checkpoint(checkpoint)
+    frame = with_graph_counts(candidates, ir_graphs)
+    frame = resolve_arch(ckpt, frame, arch, allow_unseen_arch=allow_unseen_arch)
+    absent = missing_inputs(frame, ckpt.seen.get("input_columns", []))
+    if absent:
+        warnings.warn(
+            f"candidates lack {len(absent)} input(s) the model was trained with, ranked as "
+            f"unknown: {', '.join(absent)}",
+            MissingInputsWarning,
+            stacklevel=2,
         )
-        frame = frame.join(summary, on="ir_id", how="left", maintain_order="left")
-    frame = complete_candidates(frame)
-    frame = frame.with_columns(pl.col("valid").fill_null(False))
+    frame = complete_candidates(frame).with_columns(pl.col("valid").fill_null(False))
     graphs = ckpt.graph_featurizer.transform(encode_graphs(ir_nodes, ir_edges))
-    samples = GraphSamples(frame, graphs, ckpt.tabular.transform(frame))
+    model_config = ckpt.model.config
+    samples = GraphSamples(
+        frame,
+        graphs,
+        ckpt.tabular.transform(frame),
+        prior=analytic_prior(frame) if model_config.prior else None,
+        config_sensitive=model_config.config_sensitive,
+    )
     pred = predict_samples(ckpt.model, samples)
+    order_key = validity_aware_score(pred.score, pred.p_valid)
     ranked = frame.with_columns(
         pl.Series("score", pred.score),
         pl.Series("predicted_ms", pred.latency_ms),
         pl.Series("p_valid", pred.p_valid),
-    ).with_columns(pl.col("score").rank("ordinal").over("run_id").cast(pl.Int32).alias("rank"))
+        pl.Series("__key", order_key),
+    ).with_columns(pl.col("__key").rank("ordinal").over("run_id").cast(pl.Int32).alias("rank"))
     first = list(OUTPUT_COLUMNS)
-    return ranked.select(first + [c for c in ranked.columns if c not in first]).sort(
-        "run_id", "rank"
-    )
+    rest = [c for c in ranked.columns if c not in first and c != "__key"]
+    return ranked.select(first + rest).sort("run_id", "rank")
 
 
 def rank_dataset(
-    checkpoint: Checkpoint | str | Path, data: str, *, harvests: str = "latest"
+    checkpoint: Checkpoint | str | Path,
+    data: str,
+    *,
+    harvests: str = "latest",
+    allow_unseen_arch: bool = False,
 ) -> pl.DataFrame:
     """Rank every config of every run in the dataset ``data`` (measured or not)."""
-    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+    ckpt = _checkpoint(checkpoint)
     samples = load_samples(data, level=ckpt.level, harvests=harvests)
     nodes, edges = read_ir_tables(data, ckpt.level)
-    return rank_configs(ckpt, samples, nodes, edges)
+    return rank_configs(ckpt, samples, nodes, edges, allow_unseen_arch=allow_unseen_arch)
 
 
 def rank_ir_dir(
-    checkpoint: Checkpoint | str | Path, candidates: pl.DataFrame, ir_dir: str
+    checkpoint: Checkpoint | str | Path,
+    candidates: pl.DataFrame | None,
+    ir_dir: str,
+    *,
+    arch: str | None = None,
+    allow_unseen_arch: bool = False,
 ) -> pl.DataFrame:
-    """Like :func:`rank_configs`, reading the IR tables from a dataset-layout directory."""
-    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+    """Like :func:`rank_configs`, reading the IR from ``ir_dir``: a dataset-layout directory
+    (candidates then link by ``ir_id``) or ``python -m extract compile`` output (one
+    directory per config; candidates link by ``ir_dir``, or are those directories alone when
+    ``candidates`` is None: see :func:`train.candidates.read_compile_output`)."""
+    ckpt = _checkpoint(checkpoint)
+    if is_compile_output(ir_dir, ckpt.level):
+        compiled, ir = read_compile_output(ir_dir, ckpt.level)
+        frame = compiled if candidates is None else join_compile_output(candidates, compiled)
+        return rank_configs(
+            ckpt, frame, ir.nodes, ir.edges, ir.graphs, arch=arch,
+            allow_unseen_arch=allow_unseen_arch,
+        )  # fmt: skip
+    if candidates is None:
+        raise CandidateError(
+            f"--ir {ir_dir}: dataset tables need a candidates file (or rank them with --data)"
+        )
     nodes, edges = read_ir_tables(ir_dir, ckpt.level)
     graphs = pl.from_arrow(read_table(ir_dir, "ir_graphs", filters=[("level", "=", ckpt.level)]))
     assert isinstance(graphs, pl.DataFrame)
-    return rank_configs(ckpt, candidates, nodes, edges, graphs)
+    return rank_configs(
+        ckpt, candidates, nodes, edges, graphs, arch=arch, allow_unseen_arch=allow_unseen_arch
+    )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m train.predict --checkpoint DIR (--data DIR | --candidates FILE --ir DIR)``."""
-    parser = argparse.ArgumentParser(prog="python -m train.predict", description=__doc__)
+def _read_candidates(path: Path) -> pl.DataFrame:
+    if not path.is_file():
+        raise CandidateError(f"--candidates {path}: no such file")
+    try:
+        return pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise CandidateError(f"--candidates {path}: unreadable ({exc})".splitlines()[0]) from None
+
+
+def _write(ranking: pl.DataFrame, out: Path) -> None:
+    if out.suffix == ".parquet":
+        ranking.write_parquet(out)
+    else:  # CSV holds flat columns only: nested ones (lists, structs) are left out
+        ranking.select([c for c, t in ranking.schema.items() if not t.is_nested()]).write_csv(out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m train.predict",
+        description="Rank candidate configs with a checkpoint of python -m train (rank 1 = try "
+        "first; configs predicted to fail last). Sources: a dataset (--data), a candidates "
+        "file with their IR (--candidates + --ir), or extract compile output alone (--ir).",
+    )
     parser.add_argument(
         "--checkpoint", required=True, help="directory written by python -m train (OUT/checkpoint)"
     )
     parser.add_argument("--data", help="dataset directory: rank every config of every run")
     parser.add_argument(
-        "--candidates", help="Parquet/CSV of candidate configs (with ir_id), instead of --data"
+        "--candidates",
+        help="Parquet/CSV of candidate configs (ir_id for dataset-layout --ir, ir_dir for "
+        "extract compile output)",
     )
     parser.add_argument(
-        "--ir", help="dataset-layout directory holding ir_nodes/ir_edges of the candidates"
+        "--ir",
+        help="the candidates' IR: a dataset-layout directory or python -m extract compile output",
+    )
+    parser.add_argument(
+        "--arch",
+        help="arch the candidates will run on, for those that name none (e.g. sm_90, interpreter)",
+    )
+    parser.add_argument(
+        "--allow-unseen-arch",
+        action="store_true",
+        help="rank candidates for an arch the model never saw (with a warning) instead of refusing",
     )
     parser.add_argument("--out", help="write the ranking here (.parquet or .csv)")
-    parser.add_argument("--top", type=int, default=5, help="configs shown per run")
+    parser.add_argument("--top", type=positive_int, default=5, help="configs shown per run")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m train.predict``; bad input exits 2 with a one-line message."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not Path(args.checkpoint, "checkpoint.json").exists():
         parser.error(f"--checkpoint {args.checkpoint}: no checkpoint.json there")
-    if bool(args.data) == bool(args.candidates):
-        parser.error("give either --data or --candidates (with --ir)")
-    if args.candidates and not args.ir:
-        parser.error("--candidates needs --ir (the directory of their IR tables)")
-    if args.data:
-        ranking = rank_dataset(args.checkpoint, args.data)
-    else:
-        path = Path(args.candidates)
-        candidates = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
-        ranking = rank_ir_dir(args.checkpoint, candidates, args.ir)
+    if args.data and (args.candidates or args.ir):
+        parser.error("give --data, or --candidates/--ir, not both")
+    if not args.data and not args.ir:
+        parser.error("give --data DIR, or --ir DIR (with --candidates FILE)")
+    if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
+        parser.error(f"--out {args.out}: name a .parquet or .csv file")
+    try:
+        checkpoint = load_checkpoint(args.checkpoint)
+    except (ValueError, KeyError, OSError) as exc:  # another version, or not a checkpoint
+        print(f"python -m train.predict: error: {exc}", file=sys.stderr)
+        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            if args.data:
+                ranking = rank_dataset(
+                    checkpoint, args.data, allow_unseen_arch=args.allow_unseen_arch
+                )
+            else:
+                candidates = _read_candidates(Path(args.candidates)) if args.candidates else None
+                ranking = rank_ir_dir(
+                    checkpoint, candidates, args.ir, arch=args.arch,
+                    allow_unseen_arch=args.allow_unseen_arch,
+                )  # fmt: skip
+        except (CandidateError, UnseenArchError, DatasetError) as exc:
+            _show(caught)
+            print(f"python -m train.predict: error: {exc}", file=sys.stderr)
+            return 2
+    _show(caught)
     if args.out:
-        out = Path(args.out)
-        if out.suffix == ".parquet":
-            ranking.write_parquet(out)
-        else:  # CSV holds flat columns only: nested ones (lists, structs) are left out
-            ranking.select([c for c, t in ranking.schema.items() if not t.is_nested()]).write_csv(
-                out
-            )
+        _write(ranking, Path(args.out))
     shown = ranking.filter(pl.col("rank") <= args.top).select(
         [
             c
-            for c in ("run_id", "rank", "predicted_ms", "p_valid", "launch", "median_ms")
-            if c in ranking.columns
+            for c in (
+                "run_id",
+                "rank",
+                "config_id",
+                "predicted_ms",
+                "p_valid",
+                "launch",
+                "median_ms",
+            )
+            if c in ranking.columns and ranking[c].null_count() < ranking.height
         ]
     )
     with pl.Config(tbl_rows=-1, fmt_str_lengths=60):
         print(shown)
     return 0
+
+
+def _show(caught: list[warnings.WarningMessage]) -> None:
+    for item in caught:
+        if issubclass(item.category, UnseenArchWarning | MissingInputsWarning):
+            print(f"python -m train.predict: warning: {item.message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Experiment outputs: metrics.json, report.md (model vs baselines, mean ± std over seeds, per
-partition) and PNG plots (predicted vs measured latency, per-run Kendall tau histogram, top-k
+"""Experiment outputs: metrics.json, report.md (model vs baselines per split kind and partition:
+mean and 95 % interval over seeds, and every model paired seed by seed against the best
+baseline) and PNG plots (predicted vs measured latency, per-run Kendall tau histogram, top-k
 slowdown by k).
 
 A :class:`ModelResult` is one model's predictions judged on one partition with one seed;
@@ -18,10 +19,25 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from train.metrics import evaluate, kendall_tau_per_run, topk_slowdown
+from train.metrics import evaluate, kendall_tau_per_run, topk_slowdown, validity_aware_score
+from train.stats import LEVEL, paired, t_interval
 
-HEADLINE = ("kendall_tau", "opa", "top1_slowdown", "top5_slowdown", "mape", "validity_accuracy")
+HEADLINE = (
+    "kendall_tau",
+    "opa",
+    "top1_slowdown",
+    "top5_slowdown",
+    "top1_failed",
+    "mape",
+    "validity_accuracy",
+)
 """Metrics shown in report.md, in order (metrics.json has every one)."""
+
+PAIRED_METRICS = ("kendall_tau", "top1_slowdown", "top5_slowdown")
+"""Metrics of the paired comparison against the best baseline."""
+
+BASELINE_NAMES = frozenset({"random", "default", "analytic", "tabular"})
+"""Models that count as baselines when picking the one every model is paired against."""
 
 PLOT_KS = tuple(range(1, 11))
 
@@ -57,15 +73,22 @@ class ModelResult:
         *,
         predicted_ms: np.ndarray | None = None,
         valid_pred: np.ndarray | None = None,
+        p_valid: np.ndarray | None = None,
         split_kind: str = "family",
         ks: Sequence[int] = (1, 5),
     ) -> ModelResult:
         """Judge predictions for the rows of ``frame`` (a samples table: ``run_id``,
-        ``median_ms``, ``valid``). ``score``: lower = predicted faster, one per row; invalid
-        rows take part only in the validity accuracy."""
+        ``median_ms``, ``valid``). ``score``: lower = predicted faster, one per row.
+        ``p_valid``: predicted probability that each config runs (``valid_pred``, booleans, is
+        read as 0/1 when ``p_valid`` is absent). Kendall tau and OPA order the valid rows; top-k
+        picks come from every row in the validity-aware order
+        (:func:`train.metrics.validity_aware_score`), failed picks costing what the metrics
+        module defines."""
         score = np.asarray(score, dtype=np.float64)
         if score.shape != (frame.height,):
             raise ValueError(f"score has shape {score.shape}; the frame has {frame.height} rows")
+        if p_valid is None and valid_pred is not None:
+            p_valid = np.asarray(valid_pred, dtype=np.float64)
         valid = frame["valid"].to_numpy().astype(bool)
         run_ids = frame["run_id"].to_numpy()
         measured = np.where(valid, frame["median_ms"].fill_null(np.nan).to_numpy(), np.nan)
@@ -74,10 +97,12 @@ class ModelResult:
             measured,
             score,
             predicted_ms=predicted_ms,
-            valid_true=valid if valid_pred is not None else None,
-            valid_pred=valid_pred,
+            valid_true=valid if p_valid is not None else None,
+            valid_pred=None if p_valid is None else np.asarray(p_valid) >= 0.5,
             ks=ks,
+            p_valid=p_valid,
         )
+        picks = validity_aware_score(score, p_valid)
         return cls(
             model=model,
             partition=partition,
@@ -85,7 +110,7 @@ class ModelResult:
             metrics=metrics,
             split_kind=split_kind,
             run_taus=kendall_tau_per_run(run_ids, measured, score),
-            slowdown_by_k={k: topk_slowdown(run_ids, measured, score, k) for k in PLOT_KS},
+            slowdown_by_k={k: topk_slowdown(run_ids, measured, picks, k) for k in PLOT_KS},
             measured_ms=measured[valid],
             predicted_ms=None
             if predicted_ms is None
@@ -144,43 +169,123 @@ def _finite(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def summarize(
-    results: Sequence[ModelResult],
-) -> dict[str, dict[str, dict[str, dict[str, float | int | None]]]]:
-    """partition -> model -> metric -> {mean, std, n}: mean and population std over seeds of
-    the finite values (n = how many)."""
-    summary: dict[str, dict[str, dict[str, dict[str, float | int | None]]]] = {}
+Summary = dict[str, dict[str, dict[str, dict[str, dict[str, float | int | None]]]]]
+"""split kind -> partition -> model -> metric -> interval (mean, low, high, sd, n)."""
+
+
+def summarize(results: Sequence[ModelResult]) -> Summary:
+    """split kind -> partition -> model -> metric -> {mean, low, high, sd, n}: the mean over
+    seeds of the finite values with its 95 % Student-t interval and sample standard deviation
+    (:func:`train.stats.t_interval`; low/high/sd None with one seed)."""
+    summary: Summary = {}
+    grouped: dict[tuple[str, str, str], list[ModelResult]] = {}
     for result in results:
-        summary.setdefault(result.partition, {}).setdefault(result.model, {})
-    for partition, models in summary.items():
-        for model in models:
-            mine = [r for r in results if r.partition == partition and r.model == model]
-            names = sorted({k for r in mine for k in r.metrics})
-            for name in names:
-                values = np.array([r.metrics.get(name, math.nan) for r in mine], dtype=np.float64)
-                values = values[np.isfinite(values)]
-                models[model][name] = {
-                    "mean": float(values.mean()) if values.size else None,
-                    "std": float(values.std()) if values.size else None,
-                    "n": int(values.size),
-                }
+        grouped.setdefault((result.split_kind, result.partition, result.model), []).append(result)
+    for (kind, partition, model), mine in grouped.items():
+        names = sorted({k for r in mine for k in r.metrics})
+        summary.setdefault(kind, {}).setdefault(partition, {})[model] = {
+            name: t_interval([r.metrics.get(name, math.nan) for r in mine]).to_json()
+            for name in names
+        }
     return summary
+
+
+def best_baseline(summary_partition: Mapping[str, Any], metric: str = "kendall_tau") -> str | None:
+    """The baseline (:data:`BASELINE_NAMES`) with the best mean ``metric`` in one partition's
+    summary, or None when no baseline has a value."""
+    scored = [
+        (stats[metric]["mean"], model)
+        for model, stats in summary_partition.items()
+        if model in BASELINE_NAMES and stats.get(metric, {}).get("mean") is not None
+    ]
+    return max(scored)[1] if scored else None
+
+
+def paired_comparisons(
+    results: Sequence[ModelResult], metrics: Sequence[str] = PAIRED_METRICS
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """split kind -> partition -> {"against": best baseline, "models": model -> metric ->
+    :class:`train.stats.Paired` JSON}: every other model minus the best baseline (by mean
+    Kendall tau), seed by seed (same split, same held-out runs)."""
+    summary = summarize(results)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind, partitions in summary.items():
+        for partition, models in partitions.items():
+            against = best_baseline(models)
+            if against is None:
+                continue
+            by_seed: dict[tuple[str, str], dict[int, float]] = {}
+            for r in results:
+                if r.split_kind == kind and r.partition == partition:
+                    for name in metrics:
+                        by_seed.setdefault((r.model, name), {})[r.seed] = r.metrics.get(
+                            name, math.nan
+                        )
+            out.setdefault(kind, {})[partition] = {
+                "against": against,
+                "models": {
+                    model: {
+                        name: paired(
+                            by_seed[(model, name)], by_seed[(against, name)], name
+                        ).to_json()
+                        for name in metrics
+                    }
+                    for model in models
+                    if model != against
+                },
+            }
+    return out
+
+
+def _number(value: float | None, metric: str) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.1f}" if metric == "mape" else f"{value:.3f}"
 
 
 def _cell(stats: Mapping[str, Any] | None, metric: str) -> str:
     if not stats or stats.get("mean") is None:
         return "–"
-    unit = " %" if metric == "mape" else ""
-    return f"{stats['mean']:.3f} ± {stats['std']:.3f}{unit}"
+    text = _number(stats["mean"], metric)
+    if stats.get("low") is not None:
+        text += f" [{_number(stats['low'], metric)}, {_number(stats['high'], metric)}]"
+    return text + (" %" if metric == "mape" else "")
 
 
 def markdown_table(
-    summary: Mapping[str, Any], partition: str, metrics: Sequence[str] = HEADLINE
+    summary: Mapping[str, Any],
+    partition: str,
+    metrics: Sequence[str] = HEADLINE,
+    split_kind: str | None = None,
 ) -> str:
-    """The report table of one partition: a row per model, 'mean ± std' per metric."""
+    """The report table of one partition (of ``split_kind``; the first kind when None): a row
+    per model, 'mean [95 % interval]' per metric."""
+    kinds = summary if split_kind is None else {split_kind: summary.get(split_kind, {})}
+    partitions = next(iter(kinds.values()), {}) if kinds else {}
     lines = ["| model | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
-    for model, stats in summary.get(partition, {}).items():
+    for model, stats in partitions.get(partition, {}).items():
         lines.append(f"| {model} | " + " | ".join(_cell(stats.get(m), m) for m in metrics) + " |")
+    return "\n".join(lines)
+
+
+def paired_table(comparison: Mapping[str, Any], metrics: Sequence[str] = PAIRED_METRICS) -> str:
+    """Markdown table of one partition's :func:`paired_comparisons` entry: per model, the mean
+    difference to the best baseline with its 95 % interval, the paired t-test p-value and the
+    seeds it is better / worse on."""
+    against = comparison["against"]
+    header = " | ".join(f"Δ {m} vs {against} | p | better/worse" for m in metrics)
+    lines = [f"| model | {header} |", "|---|" + "---|---|---|" * len(metrics)]
+    for model, per_metric in comparison["models"].items():
+        cells = []
+        for name in metrics:
+            result = per_metric[name]
+            diff = result["diff"]
+            text = "–" if diff["mean"] is None else f"{diff['mean']:+.3f}"
+            if diff["low"] is not None:
+                text += f" [{diff['low']:+.3f}, {diff['high']:+.3f}]"
+            p_value = "–" if result["p_value"] is None else f"{result['p_value']:.3f}"
+            cells.append(f"{text} | {p_value} | {result['wins']}/{result['losses']}")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -352,9 +457,11 @@ def write_report(
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     summary = summarize(results)
+    comparisons = paired_comparisons(results)
     payload = {
         "meta": meta,
         "summary": summary,
+        "paired": comparisons,
         "results": [r.to_json() for r in results],
     }
     written = {"metrics.json": os.path.join(out_dir, "metrics.json")}
@@ -363,23 +470,45 @@ def write_report(
     )
 
     seeds = sorted({r.seed for r in results})
-    kinds = sorted({r.split_kind for r in results})
     lines = [f"# {title}", ""]
     lines += [f"- {key}: {_short(value)}" for key, value in meta.items()]
     lines += [
-        f"- split: {', '.join(kinds)}; seeds: {', '.join(map(str, seeds))} (mean ± std over seeds)",
-        "- kendall_tau: per-run Kendall tau-b averaged over runs with >= 2 valid configs; opa: "
-        "ordered-pair accuracy; topk_slowdown: (best latency among the model's top k - best) / best; "
-        "mape: percent; validity_accuracy: predicted ok/failed vs status.",
+        f"- seeds: {', '.join(map(str, seeds))}; each cell is the mean over seeds and its "
+        f"{LEVEL:.0%} Student-t interval [low, high] (none with one seed).",
+        "- kendall_tau: per-run Kendall tau-b over the configs that ran, averaged over runs with "
+        ">= 2 valid configs; opa: ordered-pair accuracy; topk_slowdown: (best latency among the "
+        "model's first k picks - best) / best, picks taken from every config (configs predicted "
+        "to fail last), a run whose k picks all fail costing its slowest valid config; "
+        "top1_failed: share of runs whose first pick fails; mape: percent; validity_accuracy: "
+        "predicted ok/failed vs status.",
+        "- paired: per seed (same split, same held-out runs) each model minus the best "
+        "baseline by mean Kendall tau; interval and p-value of the paired t-test over seeds; "
+        "better/worse: seeds where the model is strictly better / worse.",
         "",
     ]
-    for partition in sorted(
-        summary,
-        key=lambda p: ("test", "val", "train").index(p) if p in ("test", "val", "train") else 3,
-    ):
-        lines += [f"## {partition}", "", markdown_table(summary, partition), ""]
+    order = ("test", "val", "train")
+    for kind, partitions in summary.items():
+        lines += [f"## {kind} split", ""]
+        for partition in sorted(partitions, key=lambda p: order.index(p) if p in order else 3):
+            lines += [
+                f"### {partition}",
+                "",
+                markdown_table(summary, partition, split_kind=kind),
+                "",
+            ]
+            comparison = comparisons.get(kind, {}).get(partition)
+            if comparison and comparison["models"] and partition != "train":
+                lines += [
+                    f"Paired against {comparison['against']} ({partition}):",
+                    "",
+                    paired_table(comparison),
+                    "",
+                ]
     if plots:
-        for path in write_plots(out_dir, results):
+        first_kind = results[0].split_kind
+        lines.append(f"Plots: {first_kind} split.")
+        lines.append("")
+        for path in write_plots(out_dir, [r for r in results if r.split_kind == first_kind]):
             name = os.path.basename(path)
             written[name] = path
             lines.append(f"![{name}]({name})")

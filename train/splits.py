@@ -1,28 +1,46 @@
 """Train / validation / test splits that keep runs whole and hold out whole groups.
 
-A group is what a split holds out: a kernel family (``family``: the model never sees the
-held-out kernels), a problem (``shape``: family + shape name), a device (``device``) or a
-single run (``random``). Every configuration of a run lands in the same split, so no
-measurement of a held-out run leaks into training.
+A group is what a split holds out:
+
+- ``family``: a kernel family (the model never sees the held-out kernels' families);
+- ``cluster``: a group of families whose IR is built from similar operations
+  (:mod:`train.clusters`), so no near-twin of a held-out kernel stays in training: the honest
+  "unseen kernel" split;
+- ``shape``: a problem (family + shape name, every dtype and device of it);
+- ``device``: a device (name, or arch when unnamed);
+- ``random``: a family + shape on one device, every dtype of it together (the float16 run of
+  a problem never lands in training while its float32 twin is judged). On a single-device
+  dataset it coincides with ``shape``.
+
+Every configuration of a run lands in the same split, so no measurement of a held-out run
+leaks into training.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import polars as pl
 
-SPLIT_KINDS = ("family", "shape", "device", "random")
+SPLIT_KINDS = ("family", "cluster", "shape", "device", "random")
 PARTITIONS = ("train", "val", "test")
 
 
-def _group_key(kind: str) -> pl.Expr:
+def _group_key(kind: str, groups: Mapping[str, str] | None = None) -> pl.Expr:
     if kind == "family":
         return pl.col("family")
+    if kind == "cluster":
+        if groups is None:
+            raise ValueError("the cluster split needs the family -> cluster mapping (groups=)")
+        return pl.col("family").replace_strict(dict(groups), default=None, return_dtype=pl.String)
+    problem = pl.concat_str(pl.col("family"), pl.col("shape_name").fill_null(""), separator="/")
     if kind == "shape":
-        return pl.concat_str(pl.col("family"), pl.col("shape_name").fill_null(""), separator="/")
+        return problem
+    device = pl.coalesce(pl.col("device_name"), pl.col("arch"))
     if kind == "device":
-        return pl.coalesce(pl.col("device_name"), pl.col("arch"))
-    return pl.col("run_id")
+        return device
+    return pl.concat_str(problem, device.fill_null(""), separator="@")
 
 
 def _partition_sizes(
@@ -36,8 +54,8 @@ def _partition_sizes(
         n_val = max(0, n_groups - n_test - 1)
     if n_groups - n_test - n_val < 1:
         raise ValueError(
-            f"split {kind!r} needs at least {n_test + n_val + 1} distinct {kind} groups for "
-            f"train/val/test; the data has {n_groups}"
+            f"split {kind!r} needs at least {n_test + 1} distinct {kind} groups (to hold "
+            f"{n_test} out and train on the rest); the data has {n_groups}"
         )
     return n_val, n_test
 
@@ -48,8 +66,13 @@ def assign_splits(
     seed: int = 0,
     val_fraction: float = 0.2,
     test_fraction: float = 0.2,
+    *,
+    groups: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """Assign every run of ``frame`` (a samples table) to ``train``, ``val`` or ``test``.
+
+    ``groups``: family -> cluster label, needed by (and only read for) the ``cluster`` kind
+    (:func:`train.clusters.cluster_families`).
 
     Groups of ``kind`` (see the module docstring) are shuffled with ``seed`` and dealt out:
     ``round(test_fraction * n_groups)`` groups (at least one) to test, then
@@ -66,18 +89,19 @@ def assign_splits(
             f"val_fraction={val_fraction} and test_fraction={test_fraction} must be in [0, 1) "
             "and sum to less than 1"
         )
-    runs = frame.select(pl.col("run_id"), _group_key(kind).alias("group")).unique(subset="run_id")
-    per_run = runs.group_by("run_id").agg(pl.col("group").n_unique().alias("n"))
-    if per_run["n"].max() is not None and per_run["n"].max() > 1:  # type: ignore[operator]
+    key = _group_key(kind, groups)
+    pairs = frame.select(pl.col("run_id"), key.alias("group")).unique()
+    if pairs["run_id"].n_unique() < pairs.height:
         raise ValueError(
             f"a run has rows from more than one {kind} group; the samples table is inconsistent"
         )
-    groups = sorted(runs["group"].drop_nulls().unique().to_list())
+    runs = pairs
+    names = sorted(runs["group"].drop_nulls().unique().to_list())
     if runs["group"].null_count():
         raise ValueError(f"{runs['group'].null_count()} run(s) have no {kind} to split on")
-    n_val, n_test = _partition_sizes(len(groups), val_fraction, test_fraction, kind)
-    order = np.random.default_rng(seed).permutation(len(groups))
-    shuffled = [groups[i] for i in order]
+    n_val, n_test = _partition_sizes(len(names), val_fraction, test_fraction, kind)
+    order = np.random.default_rng(seed).permutation(len(names))
+    shuffled = [names[i] for i in order]
     split_of = {g: "test" for g in shuffled[:n_test]}
     split_of.update({g: "val" for g in shuffled[n_test : n_test + n_val]})
     split_of.update({g: "train" for g in shuffled[n_test + n_val :]})

@@ -190,3 +190,23 @@ def ranked_runs(frame: pl.DataFrame, min_valid: int = 2) -> list[str]:
 def select_runs(frame: pl.DataFrame, run_ids: Sequence[str]) -> pl.DataFrame:
     """Rows of ``frame`` whose run_id is in ``run_ids`` (order kept)."""
     return frame.filter(pl.col("run_id").is_in(list(run_ids)))
+
+
+def collapse_identical(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per distinct program of each run: configs whose binary is identical to another
+    config's (``same_binary_as``, set by the harvest, which measures such a program once and
+    gives every config of it the same timing) are dropped, keeping the one measured.
+
+    Those configs are one program under several names: training on every copy weighs a
+    program by how many configs happen to compile to it, and feeds the ranking loss ties
+    that carry no information. Evaluation keeps every config (a user ranks all of them).
+    Order of the kept rows is kept.
+    """
+    if "same_binary_as" not in frame.columns:
+        return frame
+    program = pl.coalesce(pl.col("same_binary_as"), pl.col("config_id"))
+    keyed = frame.with_row_index("__row").with_columns(program.alias("__program"))
+    # The measured config (config_id == its program) first within each program, then the rest.
+    keyed = keyed.sort("__program", (pl.col("config_id") != pl.col("__program")), "__row")
+    kept = keyed.unique(subset=["run_id", "__program"], keep="first", maintain_order=True)
+    return kept.sort("__row").drop("__row", "__program")

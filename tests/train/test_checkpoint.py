@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
+import warnings
 
 import numpy as np
 import polars as pl
@@ -15,7 +17,16 @@ from train.data import load_dataset, read_ir_tables
 from train.experiment import ExperimentConfig, run_gnn
 from train.features import TabularFeatures
 from train.fit import TrainConfig, predict_samples
-from train.predict import OUTPUT_COLUMNS, main, rank_configs, rank_dataset
+from train.predict import (
+    OUTPUT_COLUMNS,
+    MissingInputsWarning,
+    UnseenArchError,
+    UnseenArchWarning,
+    main,
+    rank_configs,
+    rank_dataset,
+    rank_ir_dir,
+)
 from train.splits import assign_splits, split_frame
 
 
@@ -150,3 +161,99 @@ def test_cli_ranks_a_candidates_file_against_ir_tables(trained, harvested, tmp_p
         ranking.group_by("run_id").agg(pl.col("rank").min())["rank"].to_list()
         == [1] * ranking["run_id"].n_unique()
     )
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """``python -m extract compile --all-configs`` output (extract's own CLI, in process): a
+    two-config autotuned kernel compiled for sm_90, one directory per config."""
+    from extract.__main__ import main as extract_main
+
+    out = tmp_path_factory.mktemp("compiled") / "scale"
+    argv = ["compile", "tests.extract.kernels.byok.ops:scale_kernel", "--signature",
+            "*fp32,*fp32,fp32,i32", "--all-configs", "--out", str(out)]  # fmt: skip
+    assert extract_main(argv) == 0
+    return out
+
+
+def test_unseen_arch_is_refused_or_warned(trained, harvested):
+    checkpoint, _, parts, directory = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    test = parts["test"].drop("status", "median_ms", "valid")
+    assert checkpoint.seen["arches"] == ["interpreter"]
+    gpu = test.with_columns(pl.lit("sm_90").alias("arch"))
+    with pytest.raises(UnseenArchError, match="trained on interpreter only; candidates are for"):
+        rank_configs(directory, gpu, nodes, edges)
+    with pytest.warns(UnseenArchWarning, match="sm_90"):
+        ranking = rank_configs(directory, gpu, nodes, edges, allow_unseen_arch=True)
+    assert ranking.height == test.height
+    # No arch at all: the checkpoint's only one, said aloud; or the one given, silently.
+    with pytest.warns(UnseenArchWarning, match="name no arch"):
+        rank_configs(directory, test.drop("arch"), nodes, edges)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnseenArchWarning)
+        rank_configs(directory, test.drop("arch"), nodes, edges, arch="interpreter")
+
+
+def test_missing_inputs_are_named_in_a_warning(trained, harvested):
+    _, _, parts, directory = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    test = parts["test"]
+    with pytest.warns(MissingInputsWarning) as caught:
+        rank_configs(directory, test.drop("num_programs", "grid", "n_regs"), nodes, edges)
+    message = str(caught[0].message)
+    assert "grid" in message and "num_programs" in message and "n_regs" in message
+    assert "num_warps" not in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingInputsWarning)
+        rank_configs(directory, test, nodes, edges)
+
+
+def test_ranking_puts_predicted_failures_last(trained, harvested):
+    checkpoint, _, parts, _ = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    test = parts["test"]
+    model = copy.deepcopy(checkpoint)
+    # A validity head that predicts failure exactly for the configs scored fastest in each run.
+    base = rank_configs(model, test, nodes, edges)
+    threshold = float(base["score"].median())
+    with torch.no_grad():
+        model.model.heads.weight[2] = -model.model.heads.weight[0]
+        model.model.heads.bias[2] = threshold - model.model.heads.bias[0]
+    ranking = rank_configs(model, test, nodes, edges)
+    assert (ranking["p_valid"] < 0.5).any() and (ranking["p_valid"] >= 0.5).any()
+    for run in ranking.partition_by("run_id"):
+        ok = (run.sort("rank")["p_valid"] >= 0.5).to_list()
+        assert ok == sorted(ok, reverse=True)  # every predicted-ok config before the others
+        for part in (run.filter(pl.col("p_valid") >= 0.5), run.filter(pl.col("p_valid") < 0.5)):
+            assert part.sort("rank")["score"].is_sorted()
+
+
+def test_rank_extract_compile_output(trained, compiled, tmp_path, capsys):
+    _, _, _, directory = trained
+    ranking = rank_ir_dir(directory, None, str(compiled), arch="interpreter")
+    assert sorted(ranking["config_id"]) == ["config_00", "config_01"]
+    assert sorted(ranking["rank"]) == [1, 2]
+    facts = {row["config_id"]: row for row in ranking.iter_rows(named=True)}
+    # The compile outputs' own facts become features: warps from stats.json, graph counts.
+    assert facts["config_00"]["num_warps"] == 2 and facts["config_01"]["num_warps"] == 4
+    assert facts["config_00"]["ir_num_nodes"] > 0 and facts["config_00"]["ir_target"] == "sm_90"
+    # A candidates file joins its knobs on ir_dir; unknown directories are refused.
+    candidates = tmp_path / "cands.csv"
+    pl.DataFrame(
+        {"ir_dir": ["config_00", "config_01"], "num_programs": [64, 32], "dtype": ["float32"] * 2}
+    ).write_csv(candidates)
+    out = tmp_path / "ranking.parquet"
+    argv = ["--checkpoint", str(directory), "--candidates", str(candidates), "--ir", str(compiled),
+            "--arch", "interpreter", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    written = pl.read_parquet(out)
+    assert written.height == 2 and set(written["num_programs"]) == {64, 32}
+    assert "warning: candidates lack" in capsys.readouterr().err
+    pl.DataFrame({"ir_dir": ["config_07"]}).write_csv(candidates)
+    assert main([*argv[:-2]]) == 2
+    assert "config_07" in capsys.readouterr().err
+    # The graph was compiled for sm_90: ranking it as an sm_90 config is refused (never seen).
+    assert main(["--checkpoint", str(directory), "--ir", str(compiled), "--arch", "sm_90"]) == 2
+    err = capsys.readouterr().err
+    assert "candidates are for sm_90" in err and len(err.strip().splitlines()) == 1

@@ -117,3 +117,18 @@ def test_new_file_is_not_served_stale(harvested, tmp_path, cache_dir):
 def test_missing_dataset_is_refused(tmp_path, cache_dir):
     with pytest.raises(Exception, match="runs"):
         load_dataset(str(tmp_path / "nowhere"), cache_dir=cache_dir)
+
+
+def test_cache_key_names_the_dataset(harvested, tmp_path):
+    # Two empty directories have the same (empty) file fingerprint; their keys must differ,
+    # so a cached entry never serves another dataset.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    key_a = cache_key(str(tmp_path / "a"), level="ttgir", harvests="latest")
+    assert key_a != cache_key(str(tmp_path / "b"), level="ttgir", harvests="latest")
+    assert key_a == cache_key(str(tmp_path / "a") + "/", level="ttgir", harvests="latest")
+    copy = tmp_path / "copy"
+    shutil.copytree(harvested, copy)
+    assert cache_key(str(copy), level="ttgir", harvests="latest") != cache_key(
+        harvested, level="ttgir", harvests="latest"
+    )

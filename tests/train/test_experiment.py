@@ -12,9 +12,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from schemas import SCHEMA_VERSION, DatasetWriter
+from tests.train.synthetic import run_rows, write_dataset
 from train.cli import main, parse_args
 from train.data import load_dataset
-from train.experiment import ExperimentConfig, check_config
+from train.experiment import ExperimentConfig, UsageError, check_config
 from train.graphs import GraphFeaturizer
 from train.splits import assign_splits, split_frame
 
@@ -24,32 +26,47 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["--data", harvested, "--out", str(out), "--epochs", "2", "--seeds", "2",
-            "--models", "gnn,mlp,random,analytic", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+            "--split", "family,cluster", "--models", "gnn,mlp,random,analytic", "--final",
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "| gnn |" in printed and "| random |" in printed
+    assert "## family split" in printed and "## cluster split" in printed
+    assert "Paired against analytic (test)" in printed or "Paired against random (test)" in printed
     assert (out / "checkpoint" / "model.safetensors").exists()
     metrics = json.loads((out / "metrics.json").read_text())
-    got = {(r["model"], r["partition"], r["seed"]) for r in metrics["results"]}
+    got = {(r["split_kind"], r["model"], r["partition"], r["seed"]) for r in metrics["results"]}
+    # The fixture's 4 families form 3 clusters (cumsum + softmax: both scan/reduce rows).
     assert got == {
-        (m, p, s)
+        (k, m, p, s)
+        for k in ("family", "cluster")
         for m in ("gnn", "mlp", "random", "analytic")
         for p in ("train", "val", "test")
         for s in (0, 1)
     }
+    for kind in ("family", "cluster"):
+        tau = metrics["summary"][kind]["test"]["gnn"]["kendall_tau"]
+        assert tau["n"] == 2 and tau["low"] <= tau["mean"] <= tau["high"]
+        assert metrics["paired"][kind]["test"]["models"]["gnn"]["kendall_tau"]["diff"]["n"] == 2
+    assert set(metrics["meta"]["held_out_nearest_jaccard_median"]) == {"family", "cluster"}
+    assert "cumsum+softmax" in metrics["meta"]["clusters"]
     assert list(out.glob("*.png"))
-    splits = pl.read_parquet(out / "splits.parquet")
+    # The shipped model saw every family and says what it saw.
+    checkpoint = json.loads((out / "checkpoint" / "checkpoint.json").read_text())
     samples = load_dataset(harvested, cache_dir=tmp_path / "cache").samples
-    for seed in (0, 1):
-        chosen = splits.filter(pl.col("seed") == seed)
+    assert checkpoint["extra"]["final"] is True and checkpoint["name"] in ("gnn", "mlp")
+    assert checkpoint["seen"]["families"] == sorted(samples["family"].unique())
+    assert checkpoint["seen"]["arches"] == ["interpreter"]
+    assert checkpoint["seen"]["schema_version"] == SCHEMA_VERSION
+    splits = pl.read_parquet(out / "splits.parquet")
+    for (kind, seed), chosen in splits.group_by("kind", "seed"):
         # Every run in exactly one partition: no run straddles splits.
         assert chosen["run_id"].n_unique() == chosen.height == samples["run_id"].n_unique()
         joined = samples.join(chosen, on="run_id")
-        assert (joined.group_by("run_id").agg(pl.col("split").n_unique())["split"] == 1).all()
         # A held-out family's kernels never appear in training.
         train_kernels = set(joined.filter(pl.col("split") == "train")["kernel_id"])
         held_out = set(joined.filter(pl.col("split") != "train")["kernel_id"])
-        assert not train_kernels & held_out
+        assert not train_kernels & held_out, (kind, seed)
 
 
 def test_graph_featurizer_sees_training_graphs_only(harvested, tmp_path):
@@ -68,7 +85,7 @@ def test_bad_options_are_refused_before_work(tmp_path, capsys):
     assert main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
     assert "nowhere: no such dataset directory" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
-    with pytest.raises(ValueError, match="--models"):
+    with pytest.raises(UsageError, match="--models"):
         check_config(
             ExperimentConfig(data=str(tmp_path), out=str(tmp_path), models=("gnn", "xgboost"))
         )
@@ -98,3 +115,88 @@ def test_torchrun_two_cpu_processes_train_and_write_one_checkpoint(harvested, tm
     assert len(list(out.rglob("model.safetensors"))) == 1
     metrics = json.loads((out / "metrics.json").read_text())
     assert {r["model"] for r in metrics["results"]} == {"gnn"}
+
+
+def _all_failed(root: Path) -> str:
+    writer = DatasetWriter(str(root))
+    for index, family in enumerate(("fa", "fb", "fc")):
+        rows = run_rows(family, (64, 256), index=index, n_configs=3, seed=0)
+        for row in rows["measurements"]:
+            row.update(status="compile_error", median_ms=None, p20_ms=None, p80_ms=None,
+                       samples_ms=None)  # fmt: skip
+        writer.write("measurements", rows["measurements"])
+        writer.commit_run(rows["runs"])
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "message"),
+    [
+        ("empty", [], "table directory 'runs' not found"),
+        ("failed", [], "none of its 9 configs ran ok"),
+        ("one_family", [], "--split family: split 'family' needs at least 2"),
+        ("synthetic", ["--split", "device"], "--split device: split 'device' needs at least 2"),
+        ("synthetic", ["--final", "--models", "tabular"], "--final trains a neural model"),
+    ],
+)
+def test_bad_datasets_and_options_are_one_line_errors(tmp_path, capsys, case, extra, message):
+    data = tmp_path / "data"
+    if case == "empty":
+        data.mkdir()
+    elif case == "failed":
+        _all_failed(data)
+    else:
+        write_dataset(str(data), n_families=1 if case == "one_family" else 3)
+    argv = ["--data", str(data), "--out", str(tmp_path / "out"), "--epochs", "1", "--seeds", "1",
+            "--cache-dir", str(tmp_path / "cache"), *extra]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("python -m train: error:") and message in err, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "option",
+    [["--hidden", "-4"], ["--lr", "nan"], ["--runs-per-batch", "0"], ["--seeds", "0"],
+     ["--split", "family,planet"], ["--models", ""], ["--cluster-distance", "2"]],
+)  # fmt: skip
+def test_bad_numbers_are_refused_at_parse_time(tmp_path, capsys, option):
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--data", str(tmp_path), "--out", str(tmp_path / "o"), *option])
+    assert stop.value.code == 2
+    assert f"argument {option[0]}" in capsys.readouterr().err
+
+
+def test_bad_out_is_refused_before_training(tmp_path, capsys):
+    data = write_dataset(str(tmp_path / "data"), n_families=3).root
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    for out in (blocker, blocker / "sub"):
+        argv = ["--data", data, "--out", str(out), "--seeds", "1", "--epochs", "1",
+                "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"--out {out}" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "cache").exists()  # refused before the dataset was even loaded
+
+
+def test_training_leaves_no_pyg_files_in_tmpdir(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    code = "from train.model import CostModel, ModelConfig; CostModel(ModelConfig((3,), 4, 5))"
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not list(scratch.glob("*propagate*")), list(scratch.iterdir())
+
+
+def test_excluded_families_stay_out_of_the_shipped_model(tmp_path):
+    data = write_dataset(str(tmp_path / "data"), n_families=4).root
+    out = tmp_path / "out"
+    argv = ["--data", data, "--out", str(out), "--seeds", "1", "--epochs", "2", "--models",
+            "mlp", "--final", "--exclude-families", "fam0", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    assert main(argv) == 0
+    seen = json.loads((out / "checkpoint" / "checkpoint.json").read_text())["seen"]
+    assert seen["families"] == ["fam1", "fam2", "fam3"]
+    splits = pl.read_parquet(out / "splits.parquet")
+    assert splits.height == 6  # the 2 runs of each of the 3 families left

@@ -154,3 +154,27 @@ def test_a_frame_for_prediction_may_lack_columns(frame):
     assert (_col(features, x, "missing:static") == 1).all()
     with pytest.raises(ValueError, match="run_id"):
         features.transform(candidates.drop("run_id"))
+
+
+def test_run_relative_copies_of_config_features(frame):
+    features = TabularFeatures().fit(frame)
+    x = features.transform(frame)
+    assert "rel:knob:num_warps" in features.names and "rel:launch:num_programs" in features.names
+    # Run-level features are constant within a run: no relative copy.
+    assert not any(n.startswith(("rel:problem", "rel:dims", "rel:device")) for n in features.names)
+    warps = _col(features, x, "knob:num_warps")
+    relative = _col(features, x, "rel:knob:num_warps")
+    runs = frame["run_id"].to_numpy()
+    for run in np.unique(runs):
+        mine = runs == run
+        assert relative[mine] == pytest.approx(warps[mine] - warps[mine].mean(), abs=1e-5)
+    # A run of one config has nothing to compare with: its relative features are 0.
+    single = frame.head(1)
+    assert (
+        features.transform(single)[0, len(features.raw_names) :][: len(features.relative_names)]
+        == 0
+    ).all()
+    plain = TabularFeatures(relative=False).fit(frame)
+    assert not any(n.startswith("rel:") for n in plain.names)
+    assert plain.transform(frame).shape[1] == len(plain.names)
+    assert TabularFeatures.from_dict(plain.to_dict()).relative is False

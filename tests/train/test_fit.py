@@ -120,3 +120,54 @@ def test_a_dataset_without_ir_graphs_trains_on_side_features(harvested, tmp_path
     assert (samples["test"].graph_index == -1).all()
     out = predict_samples(checkpoint.model, samples["test"])
     assert np.isfinite(out.score).all() and np.isfinite(out.latency_ms).all()
+
+
+def test_validity_head_starts_at_the_training_share(harvested, cache_dir):
+    # Every config of the test harvest runs: after one epoch the model must say so (a head
+    # starting at p = 0.5 flipped on noise: validity accuracy 0.33 on data without failures).
+    loaded = load_dataset(harvested, cache_dir=cache_dir)
+    assert loaded.samples["valid"].all()
+    _, parts = _parts(loaded.samples, 0)
+    config = ExperimentConfig(data=harvested, out="", train=TrainConfig(epochs=1))
+    for name in ("mlp", "gnn"):
+        checkpoint, samples = run_gnn(config, 0, parts, None, loaded, name=name)
+        pred = predict_samples(checkpoint.model, samples["test"])
+        assert (pred.p_valid > 0.9).all(), name
+
+
+def test_a_validation_split_that_cannot_rank_falls_back_to_training_loss(harvested, cache_dir):
+    loaded = load_dataset(harvested, cache_dir=cache_dir)
+    _, parts = _parts(loaded.samples, 0)
+    # One config per validation run: no run to rank.
+    parts["val"] = parts["val"].group_by("run_id", maintain_order=True).head(1)
+    config = ExperimentConfig(data=harvested, out="", train=TrainConfig(epochs=3, patience=100))
+    checkpoint, _ = run_gnn(config, 0, parts, None, loaded, name="mlp")
+    extra = checkpoint.extra
+    assert extra["selection"] == "train_loss" and "no run" in extra["notice"]
+    losses = [row["loss"] for row in extra["history"]]
+    assert extra["best_epoch"] == 1 + int(np.argmin(losses))  # trained weights, not the initial
+    assert "val_kendall_tau" not in extra["history"][0]
+
+
+def test_config_sensitive_batches_and_an_analytic_prior(harvested, cache_dir):
+    loaded = load_dataset(harvested, cache_dir=cache_dir)
+    _, parts = _parts(loaded.samples, 0)
+    config = ExperimentConfig(
+        data=harvested, out="", prior=True, train=TrainConfig(epochs=2, patience=100)
+    )
+    checkpoint, samples = run_gnn(config, 0, parts, None, loaded, name="gnn")
+    assert checkpoint.model.config.config_sensitive and checkpoint.model.config.prior
+    train = samples["train"]
+    idx = np.concatenate(train.run_members[:3])
+    batch = train.collate(idx)
+    # One graph copy per sample with a graph; node features relative to the run's same ops.
+    has = (train.graph_index[idx] >= 0).sum()
+    assert batch.n_graphs == has and batch.node_rel.shape[0] == batch.x_cat.shape[0]
+    assert set(np.unique(batch.node_sensitive.numpy())) <= {0.0, 1.0}
+    assert batch.node_sensitive.sum() > 0  # some op changes with the config in these runs
+    # The prior is centered within each run.
+    prior = batch.prior.numpy()
+    for group in np.unique(batch.group.numpy()):
+        assert abs(prior[batch.group.numpy() == group].mean()) < 1e-5
+    pred = predict_samples(checkpoint.model, samples["test"])
+    assert np.isfinite(pred.score).all()

@@ -9,12 +9,14 @@ import pytest
 
 from train.metrics import (
     evaluate,
+    first_pick_failure_rate,
     kendall_tau_per_run,
     mape,
     opa,
     topk_slowdown,
     topk_slowdown_per_run,
     validity_accuracy,
+    validity_aware_score,
 )
 
 NAN = float("nan")
@@ -71,10 +73,29 @@ def test_topk_slowdown_by_hand():
 def test_topk_slowdown_ties_and_failed_configs():
     # Tied scores: the first in input order is taken: latency 2 against best 1 -> 1.0.
     assert topk_slowdown(["a", "a"], [2.0, 1.0], [0.0, 0.0], 1) == 1.0
-    # A failed config the model ranks first is not a pick: the next one (3.0) is; best 1.5.
-    assert topk_slowdown(["a"] * 3, [NAN, 3.0, 1.5], [0.0, 1.0, 2.0], 1) == pytest.approx(1.0)
+    # A failed config the model ranks first is a pick that gives nothing; with k = 1 every pick
+    # failed: the run costs its slowest valid config, 3.0 against the best 1.0.
+    assert topk_slowdown(["a"] * 4, [NAN, 2.0, 3.0, 1.0], [0.0, 1.0, 2.0, 3.0], 1) == 2.0
+    # With k = 2 the second pick (2.0) ran: (2 - 1) / 1.
+    assert topk_slowdown(["a"] * 4, [NAN, 2.0, 3.0, 1.0], [0.0, 1.0, 2.0, 3.0], 2) == 1.0
+    # A run without any valid config has no best to miss: left out.
+    assert topk_slowdown_per_run(["a", "b"], [NAN, 1.0], [0.0, 0.0], 1) == {"b": 0.0}
     with pytest.raises(ValueError, match="k must be"):
         topk_slowdown(["a"], [1.0], [0.0], 0)
+
+
+def test_validity_aware_score_puts_predicted_failures_last():
+    score = np.array([0.0, -5.0, 1.0, 3.0])
+    aware = validity_aware_score(score, np.array([0.9, 0.1, 0.6, 0.4]))
+    # Predicted to run: 0 (0.0), 2 (1.0); predicted to fail: 1 (-5.0), 3 (3.0), after them.
+    assert list(np.argsort(aware, kind="stable")) == [0, 2, 1, 3]
+    assert np.array_equal(validity_aware_score(score, None), score)
+    # evaluate() picks in that order: the failing config no longer comes first.
+    ids, measured = ["a"] * 4, [2.0, NAN, 1.0, NAN]
+    assert evaluate(ids, measured, score)["top1_failed"] == 1.0
+    picked = evaluate(ids, measured, score, p_valid=[0.9, 0.1, 0.6, 0.4])
+    assert picked["top1_failed"] == 0.0 and picked["top1_slowdown"] == 1.0
+    assert first_pick_failure_rate(ids, measured, aware) == 0.0
 
 
 def test_mape_and_validity_accuracy():

@@ -10,6 +10,7 @@ import pytest
 from tests.train.synthetic import write_dataset
 from train.baselines.__main__ import main, parse_args
 from train.baselines.compare import CompareConfig, compare_baselines
+from train.compare import main as compare_main
 from train.report import ModelResult, coerce_results, summarize, write_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -25,14 +26,20 @@ def _result(model: str, seed: int, tau_shift: float, partition: str = "test") ->
     )
 
 
-def test_summary_mean_and_std_over_seeds():
+def test_summary_mean_and_t_interval_over_seeds():
     results = [_result("good", 0, 0.0), _result("good", 1, 1.0)]
     # Seed 0 ranks both runs right (tau 1); seed 1 reverses run a (tau -1, run b 1): mean 0.
     assert results[0].metrics["kendall_tau"] == pytest.approx(1.0)
     assert results[1].metrics["kendall_tau"] == pytest.approx(0.0)
-    stats = summarize(results)["test"]["good"]["kendall_tau"]
-    assert stats == {"mean": pytest.approx(0.5), "std": pytest.approx(0.5), "n": 2}
-    assert summarize(results)["test"]["good"]["mape"]["mean"] == pytest.approx(50.0)
+    stats = summarize(results)["family"]["test"]["good"]["kendall_tau"]
+    # Two values 1 and 0: sd (ddof 1) = sqrt(0.5); t(0.975, 1) = 12.706; half = 12.706 * 0.5.
+    half = 12.7062047 * math.sqrt(0.5) / math.sqrt(2)
+    assert stats["mean"] == pytest.approx(0.5) and stats["n"] == 2
+    assert stats["sd"] == pytest.approx(math.sqrt(0.5))
+    assert stats["low"] == pytest.approx(0.5 - half) and stats["high"] == pytest.approx(0.5 + half)
+    assert summarize(results)["family"]["test"]["good"]["mape"]["mean"] == pytest.approx(50.0)
+    one = summarize([_result("good", 0, 0.0)])["family"]["test"]["good"]["kendall_tau"]
+    assert one["low"] is None and one["high"] is None and one["n"] == 1
 
 
 def test_write_report_files(tmp_path):
@@ -54,11 +61,19 @@ def test_write_report_files(tmp_path):
     )
     assert payload["meta"]["data"] == "somewhere"
     assert len(payload["results"]) == 5
-    assert payload["summary"]["test"]["random"]["kendall_tau"]["mean"] == pytest.approx(0.0)
+    assert payload["summary"]["family"]["test"]["random"]["kendall_tau"]["mean"] == pytest.approx(
+        0.0
+    )
+    # "model" is not a baseline; random is the only one, so every model is paired against it.
+    paired = payload["paired"]["family"]["test"]
+    assert paired["against"] == "random"
+    assert paired["models"]["model"]["kendall_tau"]["diff"]["mean"] == pytest.approx(1.0)
+    assert paired["models"]["model"]["kendall_tau"]["wins"] == 2
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## test" in report and "## val" in report
-    assert report.index("## test") < report.index("## val")
-    assert "| model | 1.000 ± 0.000 |" in report
+    assert "## family split" in report and "### test" in report and "### val" in report
+    assert report.index("### test") < report.index("### val")
+    assert "| model | 1.000 [1.000, 1.000] |" in report
+    assert "Paired against random (test)" in report
     assert "![topk_slowdown.png](topk_slowdown.png)" in report
     for name in ("predicted_vs_measured.png", "kendall_tau_hist.png", "topk_slowdown.png"):
         data = (tmp_path / "out" / name).read_bytes()
@@ -86,16 +101,26 @@ def test_plain_records_are_accepted(tmp_path):
     assert "config" in json.loads((tmp_path / "metrics.json").read_text())["meta"]
 
 
-def test_from_predictions_uses_only_valid_rows_for_ranking():
+def test_from_predictions_orders_valid_rows_and_picks_from_all():
     frame = pl.DataFrame(
         {"run_id": ["r"] * 3, "median_ms": [1.0, None, 2.0], "valid": [True, False, True]}
     )
+    score = np.array([0.0, -5.0, 1.0])  # the failing config scored fastest
     result = ModelResult.from_predictions(
-        "m", "test", 0, frame, np.array([0.0, -5.0, 1.0]), valid_pred=np.array([True, True, True])
+        "m", "test", 0, frame, score, valid_pred=np.array([True, True, True])
     )
+    # Tau orders the configs that ran; the first pick is the failing one: it costs the slowest
+    # valid config (2.0 against the best 1.0).
     assert result.metrics["kendall_tau"] == 1.0
-    assert result.metrics["top1_slowdown"] == 0.0
+    assert result.metrics["top1_slowdown"] == 1.0 and result.metrics["top1_failed"] == 1.0
     assert result.metrics["validity_accuracy"] == pytest.approx(2 / 3)
+    # Predicted to fail: ranked after the others, so the first pick is the best config.
+    aware = ModelResult.from_predictions(
+        "m", "test", 0, frame, score, p_valid=np.array([0.9, 0.2, 0.9])
+    )
+    assert aware.metrics["top1_slowdown"] == 0.0 and aware.metrics["top1_failed"] == 0.0
+    assert aware.metrics["validity_accuracy"] == 1.0
+    assert aware.slowdown_by_k[1] == 0.0
     assert math.isnan(result.metrics["mape"])
     with pytest.raises(ValueError, match="score has shape"):
         ModelResult.from_predictions("m", "test", 0, frame, np.zeros(2))
@@ -113,7 +138,7 @@ def test_compare_baselines_end_to_end(tmp_path):
     assert {(r.model, r.partition, r.seed) for r in results} == {
         (m, p, s) for m in ("random", "analytic") for p in ("val", "test") for s in (0, 1)
     }
-    summary = json.loads((tmp_path / "out" / "metrics.json").read_text())["summary"]
+    summary = json.loads((tmp_path / "out" / "metrics.json").read_text())["summary"]["family"]
     assert (
         summary["test"]["analytic"]["kendall_tau"]["mean"]
         > summary["test"]["random"]["kendall_tau"]["mean"]
@@ -128,3 +153,29 @@ def test_cli(tmp_path, capsys):
     with pytest.raises(SystemExit):
         parse_args(["--data", data.root, "--models", "random,gnn"])
     assert "unknown model(s) gnn" in capsys.readouterr().err
+
+
+def test_compare_pairs_models_across_outputs(tmp_path, capsys):
+    for name, shift in (("base", 0.0), ("variant", 1.0)):
+        results = [_result("m", s, shift + 0.1 * s) for s in (0, 1, 2)]
+        write_report(tmp_path / name, results, plots=False)
+    argv = [f"a={tmp_path / 'base'}:m", f"b={tmp_path / 'variant'}:m", "--metrics", "kendall_tau"]
+    assert compare_main(argv) == 0
+    out = capsys.readouterr().out
+    rows = {
+        line.split(" | ")[0].strip("| "): line
+        for line in out.splitlines()
+        if line.startswith("| a") or line.startswith("| b")
+    }
+    # Seed by seed b reverses run a where a does not (or less): b is worse on every seed.
+    assert "0/3" in rows["b"] and "3 seeds (0, 1, 2), paired." in out
+    # Other held-out runs for a seed: not a pair.
+    other = [_result("m", s, 0.0) for s in (0, 1, 2)]
+    other[1] = ModelResult.from_arrays(
+        "m", "test", 1, ["x", "x", "y", "y"], [1.0, 2.0, 1.0, 3.0], [0.0, 1.0, 0.0, 1.0]
+    )
+    write_report(tmp_path / "other", other, plots=False)
+    assert compare_main([f"a={tmp_path / 'base'}:m", f"c={tmp_path / 'other'}:m"]) == 2
+    assert "seed 1" in capsys.readouterr().err
+    assert compare_main([f"a={tmp_path / 'base'}:nope"]) == 2
+    assert compare_main(["no-equals-sign"]) == 2

@@ -8,7 +8,7 @@ import pytest
 
 from schemas import CorruptFileError, DatasetError, DatasetWriter, read_table
 from tests.train.synthetic import run_rows, write_dataset
-from train.tables import IR_COUNT_COLUMNS, load_samples, ranked_runs
+from train.tables import IR_COUNT_COLUMNS, collapse_identical, load_samples, ranked_runs
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +181,23 @@ def test_a_corrupt_ir_graphs_file_is_not_hidden(tmp_path):
     bad.write_bytes(b"not parquet at all")
     with pytest.raises(CorruptFileError, match="part-broken"):
         load_samples(root)
+
+
+def test_collapse_identical_keeps_one_config_per_program():
+    frame = pl.DataFrame(
+        {
+            "run_id": ["r", "r", "r", "r", "s", "s"],
+            "config_id": ["b", "a", "c", "d", "a", "b"],
+            # b and d compile to a's binary in run r (measured once, as a); in run s nothing.
+            "same_binary_as": ["a", None, None, "a", None, None],
+            "median_ms": [1.0, 1.0, 2.0, 1.0, 3.0, 4.0],
+        }
+    )
+    kept = collapse_identical(frame)
+    assert kept.select("run_id", "config_id").rows() == [
+        ("r", "a"),
+        ("r", "c"),
+        ("s", "a"),
+        ("s", "b"),
+    ]
+    assert collapse_identical(frame.drop("same_binary_as")).height == frame.height

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from schemas.argtypes import positive_int
 from train.baselines import BASELINES
 from train.baselines.compare import CompareConfig, compare_baselines
 from train.report import markdown_table, summarize
@@ -23,7 +24,7 @@ def parse_args(argv: list[str] | None = None) -> CompareConfig:
         default="family",
         help="what is held out (default: whole families)",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="splits 0..N-1 (default 3)")
+    parser.add_argument("--seeds", type=positive_int, default=5, help="splits 0..N-1 (default 5)")
     parser.add_argument(
         "--level", choices=LEVELS, default="ttgir", help="IR level of the graph counts"
     )
@@ -40,8 +41,6 @@ def parse_args(argv: list[str] | None = None) -> CompareConfig:
     unknown = [m for m in models if m not in BASELINES]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(BASELINES)}")
-    if args.seeds < 1:
-        parser.error("--seeds must be >= 1")
     return CompareConfig(
         args.data, args.out, args.split, args.seeds, args.level, args.harvests, models
     )
@@ -51,9 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     summary = summarize(compare_baselines(config))
     for partition in ("val", "test"):
-        if partition in summary:
+        if partition in summary.get(config.split, {}):
             print(f"\n{partition} ({config.split} split, {config.seeds} seed(s))")
-            print(markdown_table(summary, partition))
+            print(markdown_table(summary, partition, split_kind=config.split))
     return 0
 
 

@@ -155,6 +155,19 @@ def _roofline_row(row: dict) -> float:
     return 1e3 * (seconds * tail + spill_seconds)
 
 
+def analytic_prior(frame: pl.DataFrame) -> np.ndarray:
+    """The analytic rule's estimate of each row's ln latency, up to a per-run constant
+    (float64 [n_rows]): ln(programs) on interpreter rows (and on GPU rows whose roofline is
+    unknown), ln(roofline ms) on GPU rows. Only differences within a run carry meaning; this
+    is the prior that neural models with ``prior`` add their residual to."""
+    programs = estimated_programs_log2(frame) * math.log(2.0)
+    on_gpu = (frame["arch"] != DEVICE_INTERPRETER).fill_null(False).to_numpy()
+    if not on_gpu.any():
+        return programs
+    estimate = np.log(roofline_ms(frame))
+    return np.where(on_gpu & np.isfinite(estimate), estimate, programs)
+
+
 class AnalyticBaseline(Baseline):
     """Interpreter rows: more programs is slower. GPU rows: the roofline estimate (programs
     rule where it is unknown). No fitting."""
@@ -165,14 +178,9 @@ class AnalyticBaseline(Baseline):
         self.seed = seed  # unused: the rule is deterministic; kept for a uniform constructor
 
     def predict(self, frame: pl.DataFrame, X: np.ndarray) -> np.ndarray:
-        programs = estimated_programs_log2(frame)
-        on_gpu = (frame["arch"] != DEVICE_INTERPRETER).to_numpy()
-        if not on_gpu.any():
-            return programs
-        estimate = np.log(roofline_ms(frame))
-        return np.where(on_gpu & np.isfinite(estimate), estimate, programs)
+        return analytic_prior(frame)
 
     def predict_ms(self, frame: pl.DataFrame, X: np.ndarray) -> np.ndarray | None:
         """The roofline estimate on GPU rows (NaN on interpreter rows); None without GPU rows."""
-        on_gpu = (frame["arch"] != DEVICE_INTERPRETER).to_numpy()
+        on_gpu = (frame["arch"] != DEVICE_INTERPRETER).fill_null(False).to_numpy()
         return np.where(on_gpu, roofline_ms(frame), np.nan) if on_gpu.any() else None

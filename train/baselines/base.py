@@ -30,6 +30,11 @@ class Baseline(ABC):
         """Predicted latency per row in ms, or None when the baseline predicts only an order."""
         return None
 
+    def predict_p_valid(self, frame: pl.DataFrame, X: np.ndarray) -> np.ndarray:
+        """Predicted probability that each row's config runs (status ok), float64 [n_rows];
+        default: every config runs (1.0)."""
+        return np.ones(frame.height, dtype=np.float64)
+
     def predict_valid(self, frame: pl.DataFrame, X: np.ndarray) -> np.ndarray:
-        """Predicted validity (status ok) per row, bool [n_rows]; default: every config runs."""
-        return np.ones(frame.height, dtype=bool)
+        """Predicted validity per row, bool [n_rows]: ``predict_p_valid >= 0.5``."""
+        return self.predict_p_valid(frame, X) >= 0.5

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 import polars as pl
 
 from train.baselines import BASELINES, make_baseline
+from train.clusters import cluster_families, family_op_sets
+from train.data import load_dataset
 from train.features import TabularFeatures
 from train.report import ModelResult, write_report
 from train.splits import assign_splits, split_frame
-from train.tables import load_samples
+from train.tables import collapse_identical, load_samples
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,7 @@ class CompareConfig:
     data: str
     out: str | None = None
     split: str = "family"
-    seeds: int = 3
+    seeds: int = 5
     level: str = "ttgir"
     harvests: str = "latest"
     models: tuple[str, ...] = tuple(BASELINES)
@@ -37,15 +39,21 @@ def evaluate_baselines(
     seed: int,
     split_kind: str,
     partitions: Sequence[str] = ("val", "test"),
+    collapse: bool = False,
+    relative: bool = True,
 ) -> list[ModelResult]:
-    """Fit each named baseline on the training runs of ``splits`` (features fitted there too)
-    and judge it on each of ``partitions`` (empty ones are skipped)."""
+    """Fit each named baseline on the training runs of ``splits`` (features fitted there too;
+    ``collapse``: one config per distinct program, :func:`train.tables.collapse_identical`)
+    and judge it on each of ``partitions`` (empty ones are skipped; ``train`` is judged on
+    the rows it was fitted on). ``relative``: with run-relative features."""
     for name in names:
         make_baseline(name)  # refuse an unknown name before any fitting
     train = split_frame(frame, splits, "train")
-    features = TabularFeatures().fit(train)
+    if collapse:
+        train = collapse_identical(train)
+    features = TabularFeatures(relative=relative).fit(train)
     x_train = features.transform(train)
-    held_out = {p: split_frame(frame, splits, p) for p in partitions}
+    held_out = {p: train if p == "train" else split_frame(frame, splits, p) for p in partitions}
     results = []
     for name in names:
         model = make_baseline(name, seed).fit(train, x_train)
@@ -61,7 +69,7 @@ def evaluate_baselines(
                     part,
                     model.predict(part, x),
                     predicted_ms=model.predict_ms(part, x),
-                    valid_pred=model.predict_valid(part, x),
+                    p_valid=model.predict_p_valid(part, x),
                     split_kind=split_kind,
                 )
             )
@@ -73,10 +81,18 @@ def compare_baselines(config: CompareConfig) -> list[ModelResult]:
     write the report to ``config.out`` when given. Returns every result."""
     for name in config.models:
         make_baseline(name)
-    frame = load_samples(config.data, level=config.level, harvests=config.harvests)
+    groups = None
+    if config.split == "cluster":  # families grouped by their graphs' op sets
+        loaded = load_dataset(config.data, level=config.level, harvests=config.harvests)
+        frame = loaded.samples
+        groups = cluster_families(family_op_sets(frame, loaded.graphs))
+    else:
+        frame = load_samples(config.data, level=config.level, harvests=config.harvests)
     results: list[ModelResult] = []
     for seed in range(config.seeds):
-        splits = assign_splits(frame, config.split, seed, config.val_fraction, config.test_fraction)
+        splits = assign_splits(
+            frame, config.split, seed, config.val_fraction, config.test_fraction, groups=groups
+        )
         results += evaluate_baselines(
             config.models, frame, splits, seed=seed, split_kind=config.split
         )

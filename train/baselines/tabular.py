@@ -147,8 +147,8 @@ class TabularRanker(Baseline):
         self._fitted()
         return np.exp(np.asarray(self._regressor.predict(X), dtype=np.float64))
 
-    def predict_valid(self, frame: pl.DataFrame, X: np.ndarray) -> np.ndarray:
+    def predict_p_valid(self, frame: pl.DataFrame, X: np.ndarray) -> np.ndarray:
         self._fitted()
         if self._classifier is None:
-            return np.full(len(X), bool(self._constant_valid))
-        return np.asarray(self._classifier.predict(X)) > 0.5  # predicted P(ok)
+            return np.full(len(X), 1.0 if self._constant_valid else 0.0)
+        return np.asarray(self._classifier.predict(X), dtype=np.float64)  # predicted P(ok)

@@ -1,0 +1,263 @@
+"""Candidate configs to rank, from what a GPU-less machine produces.
+
+Two sources of IR graphs: a dataset-layout directory (``ir_nodes`` / ``ir_edges`` /
+``ir_graphs`` tables) or the output of ``python -m extract compile`` (one directory per
+compiled config holding ``<kernel>.<level>.graph.json``, node-link JSON, and
+``<kernel>.stats.json``: num_warps, num_stages, num_ctas, target, static SASS stats).
+``train`` never imports ``extract``: the node-link JSON is read here into rows of the
+``ir_nodes`` / ``ir_edges`` / ``ir_graphs`` schemas (:mod:`schemas.tables`).
+
+A candidates frame has one row per config with any columns of
+:func:`train.tables.load_samples`; :func:`complete_candidates` adds the absent ones as nulls
+(unknown to the featurizers), and :func:`missing_inputs` lists the inputs the model was
+trained with that the candidates lack, for a warning: a model ranks much worse without them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from schemas.tables import IR_EDGES, IR_GRAPHS, IR_NODES, MEASUREMENTS, RUNS, SCHEMA_VERSION
+from train.tables import GRAPH_COUNT_COLUMNS, IR_COUNT_COLUMNS, MEASUREMENT_COLUMNS, RUN_COLUMNS
+
+STATIC_COLUMNS = ("n_regs", "spill_bytes", "shared_mem_bytes", "sass_instructions", "sass_mix")
+CANDIDATE_GROUP = "candidates"
+"""``run_id`` given to candidates that carry none: they are ranked as one run."""
+
+
+class CandidateError(ValueError):
+    """Candidates or IR inputs that cannot be ranked (the message names what is wrong)."""
+
+
+@dataclass(frozen=True)
+class IrInputs:
+    """The IR tables of some candidates (polars frames with the ``ir_*`` table columns)."""
+
+    nodes: pl.DataFrame
+    edges: pl.DataFrame
+    graphs: pl.DataFrame | None
+
+
+def _template() -> pl.DataFrame:
+    """An empty frame with every samples-table column the featurizers may read."""
+    runs = pl.from_arrow(RUNS.empty_table().select(list(RUN_COLUMNS)))
+    measurements = pl.from_arrow(
+        MEASUREMENTS.empty_table().select([c for c in MEASUREMENT_COLUMNS if c != "run_id"])
+    )
+    assert isinstance(runs, pl.DataFrame) and isinstance(measurements, pl.DataFrame)
+    extra = pl.DataFrame(
+        schema={
+            "ir_id": pl.String,
+            **dict.fromkeys(IR_COUNT_COLUMNS, pl.Int32),
+            "valid": pl.Boolean,
+            "log_latency": pl.Float64,
+            "norm_runtime": pl.Float64,
+            "run_best_ms": pl.Float64,
+        }
+    )
+    return pl.concat([runs, measurements.drop("harvest_id"), extra], how="horizontal")
+
+
+def complete_candidates(candidates: pl.DataFrame) -> pl.DataFrame:
+    """``candidates`` with every missing samples-table column added as nulls (typed), a
+    ``run_id`` (:data:`CANDIDATE_GROUP`) and ``config_id`` (row number) when absent."""
+    frame = candidates
+    if "run_id" not in frame.columns:
+        frame = frame.with_columns(pl.lit(CANDIDATE_GROUP).alias("run_id"))
+    if "config_id" not in frame.columns:
+        frame = frame.with_row_index("config_id").with_columns(pl.col("config_id").cast(pl.String))
+    template = _template()
+    missing = [
+        pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in template.schema.items()
+        if name not in frame.columns
+    ]
+    return frame.with_columns(missing)
+
+
+def missing_inputs(candidates: pl.DataFrame, known: Sequence[str]) -> list[str]:
+    """Columns of ``known`` (the inputs a model was trained with: ``seen["input_columns"]`` of
+    its checkpoint) that ``candidates`` lacks or holds only nulls in, in ``known`` order."""
+    return [
+        c
+        for c in known
+        if c not in candidates.columns or candidates[c].null_count() == candidates.height
+    ]
+
+
+def with_graph_counts(candidates: pl.DataFrame, graphs: pl.DataFrame | None) -> pl.DataFrame:
+    """``candidates`` with the ``ir_*`` summary counts of their ``ir_id`` from ``graphs`` (an
+    ``ir_graphs`` frame) where they lack them."""
+    if graphs is None or "ir_id" not in candidates.columns:
+        return candidates
+    counts = [
+        c
+        for c in GRAPH_COUNT_COLUMNS
+        if f"ir_{c}" not in candidates.columns and c in graphs.columns
+    ]
+    if not counts:
+        return candidates
+    summary = graphs.select("ir_id", *counts).unique("ir_id").rename({c: f"ir_{c}" for c in counts})
+    return candidates.join(summary, on="ir_id", how="left", maintain_order="left")
+
+
+def is_compile_output(directory: str | Path, level: str) -> bool:
+    """Whether ``directory`` holds ``python -m extract compile`` output of ``level`` (a
+    ``*.<level>.graph.json`` anywhere below it) rather than dataset tables."""
+    root = Path(directory)
+    if (root / "ir_nodes").is_dir():
+        return False
+    return any(root.rglob(f"*.{level}.graph.json"))
+
+
+def _target(value: Any) -> str | None:
+    """``cuda:90`` (Triton's target string) -> ``sm_90`` (the dataset's ``ir_target``)."""
+    if not isinstance(value, str):
+        return None
+    match = re.fullmatch(r"cuda:(\d+)a?", value)
+    return f"sm_{match.group(1)}" if match else value
+
+
+def _graph_rows(document: dict[str, Any], source: Path) -> tuple[dict, list[dict], list[dict]]:
+    try:
+        facts = dict(document["graph"])
+        ir_id, level = facts["ir_id"], facts["level"]
+        nodes = [
+            {
+                "schema_version": SCHEMA_VERSION,
+                "ir_id": ir_id,
+                "level": level,
+                **{k: node.get(k) for k in IR_NODES.names[3:] if k != "node_id"},
+                "node_id": node["id"],
+            }
+            for node in document["nodes"]
+        ]
+        edges = [
+            {
+                "schema_version": SCHEMA_VERSION,
+                "ir_id": ir_id,
+                "level": level,
+                "src": edge["source"],
+                "dst": edge["target"],
+                "kind": edge["kind"],
+                "position": edge.get("position"),
+                "region_index": edge.get("region_index"),
+                "result_index": edge.get("result_index"),
+            }
+            for edge in document["edges"]
+        ]
+    except (KeyError, TypeError) as exc:
+        raise CandidateError(f"{source}: not a graph written by extract compile ({exc})") from None
+    facts["schema_version"] = SCHEMA_VERSION
+    return facts, nodes, edges
+
+
+def _table(rows: list[dict], schema: pa.Schema, source: Path) -> pl.DataFrame:
+    try:
+        table = pa.Table.from_pylist(
+            [{name: row.get(name) for name in schema.names} for row in rows], schema=schema
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise CandidateError(f"{source}: values do not fit the {schema} schema: {exc}") from None
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def read_compile_output(directory: str | Path, level: str) -> tuple[pl.DataFrame, IrInputs]:
+    """Candidates and IR tables from ``python -m extract compile`` output under ``directory``.
+
+    One candidate per ``<kernel>.<level>.graph.json`` (sorted by path): ``config_id`` and
+    ``ir_dir`` = its directory relative to ``directory`` (``.`` for the top), ``ir_id``, and
+    from the sibling ``<kernel>.stats.json``: ``num_warps``, ``num_stages``, ``num_ctas``,
+    ``ir_target`` (``sm_NN``) and the static SASS stats. Config knobs, grid and problem sizes
+    are not in that output: join them from a candidates file (on ``ir_dir``).
+    """
+    root = Path(directory)
+    files = sorted(root.rglob(f"*.{level}.graph.json"))
+    if not files:
+        raise CandidateError(f"--ir {directory}: no *.{level}.graph.json from extract compile")
+    rows, graphs, nodes, edges = [], [], [], []
+    for path in files:
+        try:
+            document = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CandidateError(f"{path}: unreadable graph JSON ({exc})") from None
+        facts, graph_nodes, graph_edges = _graph_rows(document, path)
+        graphs.append(facts)
+        nodes += graph_nodes
+        edges += graph_edges
+        kernel = path.name.removesuffix(f".{level}.graph.json")
+        stats = _stats(path.parent / f"{kernel}.stats.json")
+        relative = path.parent.relative_to(root).as_posix()
+        static = stats.get("static_stats") or {}
+        rows.append(
+            {
+                "config_id": relative,
+                "ir_dir": relative,
+                "ir_id": facts["ir_id"],
+                "num_warps": stats.get("num_warps", facts.get("num_warps")),
+                "num_stages": stats.get("num_stages"),
+                "num_ctas": stats.get("num_ctas", facts.get("num_ctas")),
+                "ir_target": _target(stats.get("target", facts.get("target"))),
+                **{c: static.get(c) for c in STATIC_COLUMNS},
+            }
+        )
+    candidates = pl.DataFrame(
+        rows,
+        schema_overrides={
+            "num_warps": pl.Int32,
+            "num_stages": pl.Int32,
+            "num_ctas": pl.Int32,
+            "n_regs": pl.Int32,
+            "spill_bytes": pl.Int64,
+            "shared_mem_bytes": pl.Int64,
+            "sass_instructions": pl.Int64,
+            "sass_mix": pl.List(pl.Struct({"cls": pl.String, "count": pl.Int64})),
+        },
+    )
+    ir = IrInputs(
+        _table(nodes, IR_NODES, root),
+        _table(edges, IR_EDGES, root),
+        _table(graphs, IR_GRAPHS, root),
+    )
+    return candidates, ir
+
+
+def _stats(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CandidateError(f"{path}: unreadable stats JSON ({exc})") from None
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def join_compile_output(candidates: pl.DataFrame, compiled: pl.DataFrame) -> pl.DataFrame:
+    """A user's candidates file joined with :func:`read_compile_output`'s rows on ``ir_dir``
+    (the compile output directory of each candidate, relative to ``--ir``): the user's
+    columns win, compile facts fill what they lack. Every candidate must name a directory
+    that holds a graph."""
+    if "ir_dir" not in candidates.columns:
+        raise CandidateError(
+            "the candidates need an ir_dir column (each config's extract compile output "
+            "directory, relative to --ir) to be joined with --ir compile output"
+        )
+    unknown = sorted(set(candidates["ir_dir"].cast(pl.String).to_list()) - set(compiled["ir_dir"]))
+    if unknown:
+        raise CandidateError(
+            f"candidates name ir_dir(s) with no compiled graph under --ir: {', '.join(unknown[:5])}"
+        )
+    extra = [c for c in compiled.columns if c not in candidates.columns or c == "ir_dir"]
+    return candidates.with_columns(pl.col("ir_dir").cast(pl.String)).join(
+        compiled.select(extra), on="ir_dir", how="left", maintain_order="left"
+    )

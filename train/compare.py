@@ -1,0 +1,164 @@
+"""``python -m train.compare``: paired comparison of models across experiment outputs.
+
+Ablations change an option of ``python -m train`` (``--loss``, ``--prior``,
+``--no-collapse``, ...), so their models live in different ``metrics.json`` files. Two runs
+with the same dataset, split kind and seeds draw the same splits, so their models form pairs
+seed by seed; this command checks that (the held-out runs of every seed must be the same) and
+prints, per entry, the mean and 95 % interval of each metric and the paired difference to the
+first entry (:func:`train.stats.paired`: interval, paired t-test p-value, seeds better/worse).
+
+Entries are ``LABEL=DIR:MODEL`` (``DIR`` holds ``metrics.json``)::
+
+    python -m train.compare --split cluster \\
+        pairwise=runs/base:gnn listmle=runs/listmle:gnn prior=runs/prior:gnn
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from schemas.argtypes import non_empty_csv
+from train.stats import paired, t_interval
+
+DEFAULT_METRICS = ("kendall_tau", "top1_slowdown", "top5_slowdown")
+
+
+class CompareError(ValueError):
+    """Entries that cannot be compared (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One model of one experiment: per-seed metric values and held-out run sets."""
+
+    label: str
+    source: str
+    metrics: dict[int, dict[str, float]]
+    held_out: dict[int, frozenset[str]]
+
+
+def parse_entry(text: str) -> tuple[str, Path, str]:
+    """``LABEL=DIR:MODEL`` -> (label, dir, model)."""
+    label, sep, rest = text.partition("=")
+    directory, colon, model = rest.rpartition(":")
+    if not sep or not colon or not label or not model or not directory:
+        raise CompareError(f"{text!r}: expected LABEL=DIR:MODEL")
+    return label, Path(directory), model
+
+
+def load_entry(text: str, split: str, partition: str) -> Entry:
+    """The results of one model of one ``metrics.json`` on ``split`` / ``partition``."""
+    label, directory, model = parse_entry(text)
+    path = directory / "metrics.json"
+    try:
+        payload: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CompareError(f"{path}: unreadable ({exc})") from None
+    rows = [
+        r
+        for r in payload.get("results", [])
+        if r["model"] == model and r["split_kind"] == split and r["partition"] == partition
+    ]
+    if not rows:
+        raise CompareError(f"{path}: no {model} results on the {split} split's {partition} part")
+    return Entry(
+        label,
+        f"{directory}:{model}",
+        {
+            int(r["seed"]): {k: math.nan if v is None else v for k, v in r["metrics"].items()}
+            for r in rows
+        },
+        {int(r["seed"]): frozenset(r["run_taus"]) for r in rows},
+    )
+
+
+def check_pairs(entries: Sequence[Entry]) -> list[int]:
+    """Seeds every entry has, after checking each such seed held out the same runs."""
+    seeds = sorted(set.intersection(*(set(e.metrics) for e in entries)))
+    if not seeds:
+        raise CompareError("the entries share no seed")
+    first = entries[0]
+    for entry in entries[1:]:
+        for seed in seeds:
+            if entry.held_out[seed] != first.held_out[seed]:
+                raise CompareError(
+                    f"seed {seed}: {entry.source} held out other runs than {first.source} "
+                    "(another dataset or split): not a paired comparison"
+                )
+    return seeds
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def compare_table(entries: Sequence[Entry], metrics: Sequence[str]) -> str:
+    """Markdown: per entry and metric, mean [95 % interval] over the shared seeds, then the
+    paired difference to the first entry [interval], p-value and better/worse seeds."""
+    seeds = check_pairs(entries)
+    header = ["entry"]
+    for name in metrics:
+        header += [name, f"Δ vs {entries[0].label}", "p", "better/worse"]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for entry in entries:
+        cells = [entry.label]
+        for name in metrics:
+            values = [entry.metrics[s].get(name, math.nan) for s in seeds]
+            interval = t_interval(values)
+            cell = _fmt(interval.mean)
+            if interval.low is not None:
+                cell += f" [{_fmt(interval.low)}, {_fmt(interval.high)}]"
+            cells.append(cell)
+            if entry is entries[0]:
+                cells += ["", "", ""]
+                continue
+            result = paired(
+                {s: entry.metrics[s].get(name, math.nan) for s in seeds},
+                {s: entries[0].metrics[s].get(name, math.nan) for s in seeds},
+                name,
+            )
+            diff = _fmt(result.diff.mean, signed=True)
+            if result.diff.low is not None:
+                diff += f" [{_fmt(result.diff.low, True)}, {_fmt(result.diff.high, True)}]"
+            p_value = "–" if result.p_value is None else f"{result.p_value:.3f}"
+            cells += [diff, p_value, f"{result.wins}/{result.losses}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\n{len(seeds)} seeds ({', '.join(map(str, seeds))}), paired."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m train.compare",
+        description="Paired comparison of models of several python -m train outputs (same "
+        "dataset, split kind and seeds): means, 95% intervals, differences to the first entry.",
+    )
+    parser.add_argument("entries", nargs="+", help="LABEL=DIR:MODEL (DIR holds metrics.json)")
+    parser.add_argument("--split", default="family", help="split kind (default family)")
+    parser.add_argument("--partition", choices=("test", "val", "train"), default="test")
+    parser.add_argument(
+        "--metrics",
+        type=non_empty_csv,
+        default=DEFAULT_METRICS,
+        help=f"comma-separated (default {','.join(DEFAULT_METRICS)})",
+    )
+    args = parser.parse_args(argv)
+    try:
+        entries = [load_entry(e, args.split, args.partition) for e in args.entries]
+        print(compare_table(entries, args.metrics))
+    except CompareError as exc:
+        print(f"python -m train.compare: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
