@@ -252,7 +252,7 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
         suite=config.suite,
         devices=devices,
         target=target,
-        workers=max(1, config.workers) if config.workers is not None else default_workers(len(devices)),
+        workers=config.workers if config.workers is not None else default_workers(len(devices)),
         compile_timeout_s=config.compile_timeout_s,
         bench_timeout_s=config.bench_timeout_s,
         warmup=warmup,
