@@ -12,10 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from corpus.harvest.runner import existing_ids
+from corpus.harvest.runner import IR_TABLES, existing_ids
 from schemas import DatasetWriter
-
-IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
 
 
 @dataclass

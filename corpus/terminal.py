@@ -4,7 +4,7 @@ end without trailing blanks (rich pads every cell, and a centred title, to the t
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, RenderableType
@@ -61,6 +61,20 @@ def print_trimmed(console: Console, renderable: RenderableType) -> None:
         segments.extend(_rstrip(line))
         segments.append(Segment.line())
     console.print(Segments(segments), end="", soft_wrap=True)
+
+
+def print_table_or_listing(
+    console: Console, table: RenderableType, narrow: Callable[[], Iterable[Text]]
+) -> bool:
+    """Print ``table`` when it fits the console's width without folding (:func:`fits`), else
+    the lines ``narrow()`` lays out for that width (a :func:`grouped_listing`); returns whether
+    the table was printed."""
+    if fits(console, table):
+        print_trimmed(console, table)
+        return True
+    for line in narrow():
+        console.print(line, soft_wrap=True)
+    return False
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,6 @@ class Edge(NamedTuple):
     result_index: int | None = None
 
 
-EDGE_FIELDS: tuple[str, ...] = Edge._fields
 _tuple_new = tuple.__new__
 
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from schemas.errors import DatasetError, StorageError
+from schemas.errors import DatasetError, StorageError, failure_reason
 from schemas.paths import relative_path, relativize_free_text
 from schemas.reader import read_table
 from schemas.storage import Location, resolve
@@ -512,5 +512,4 @@ def _write_text(loc: Location, name: str, content: str) -> None:
     except (OSError, pa.ArrowException) as exc:
         with contextlib.suppress(OSError, pa.ArrowException):
             loc.fs.delete_file(temporary)
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise StorageError(f"{final}: could not write the card ({' '.join(reason.split())})") from None
+        raise StorageError(f"{final}: could not write the card ({failure_reason(exc)})") from None

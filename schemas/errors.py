@@ -63,6 +63,13 @@ class FileVanishedError(DatasetError):
         super().__init__(f"{path}: removed while being read (a concurrent `compact` replaced it)")
 
 
+def failure_reason(exc: BaseException) -> str:
+    """Why a storage call failed, on one line whatever the storage layer printed: the system's
+    reason (``strerror``) for an OSError that has one, else the exception's text."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return " ".join(reason.split())
+
+
 class WriteFailedError(DatasetError):
     """Writing rows of one table failed part-way; nothing that was already committed is affected.
 
@@ -76,9 +83,7 @@ class WriteFailedError(DatasetError):
         self.table = table
         self.written = written
         self.remaining = remaining
-        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
-        reason = " ".join(reason.split())  # one line, whatever the storage layer printed
         super().__init__(
-            f"could not write table {table!r} to {location} ({reason}); "
+            f"could not write table {table!r} to {location} ({failure_reason(cause)}); "
             "the data committed before is intact and a rerun resumes"
         )

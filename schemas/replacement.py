@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
-from schemas.errors import DatasetError, ReplacementError, StorageError
+from schemas.errors import DatasetError, ReplacementError, StorageError, failure_reason
 from schemas.keys import missing_keys
 from schemas.storage import META_REPLACES, Footer, Location, write_atomic
 from schemas.tables import TABLES
@@ -131,9 +131,8 @@ def replace_files(
     try:
         write_atomic(loc, directory, file_name, table)
     except (OSError, pa.ArrowException) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise StorageError(
-            f"{directory}: could not write the merged file ({' '.join(reason.split())}); "
+            f"{directory}: could not write the merged file ({failure_reason(exc)}); "
             "the files it would replace are untouched and the dataset is intact"
         ) from None
     for path in paths:

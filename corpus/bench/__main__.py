@@ -50,10 +50,6 @@ class ReproDatasets:
 BenchCommand = HarvestBenchConfig | ReproDatasets | ReproHarvestConfig | ClusterBenchConfig | CalibrateConfig
 
 
-def _families(text: str | tuple[str, ...]) -> tuple[str, ...]:
-    return non_empty_csv(text) if isinstance(text, str) else text
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m corpus.bench",
@@ -90,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     harvest.add_argument(
         "--timing-rounds",
-        type=positive_int,
+        type=non_negative_int,
         default=2,
         help="alternating sequential/interleaved harvests per mode (default: 2; 0: skip)",
     )
@@ -185,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrate",
         help="measure per-config costs for the dry run's estimates; writes corpus/harvest/calibration.py",
     )
-    calibrate_parser.add_argument("--families", default="", help="families to measure, comma-separated (default: all)")
+    calibrate_parser.add_argument("--families", type=non_empty_csv, default=(), help="families to measure, comma-separated (default: all)")
     calibrate_parser.add_argument("--compile-configs", type=positive_int, default=3, help="configs compiled per family (default: 3)")
     calibrate_parser.add_argument("--lane-configs", type=positive_int, default=2, help="configs per run of the tiny interpreter harvest (default: 2)")
     calibrate_parser.add_argument("--scale", default="default", help="scale whose shapes the compiles use (default: default)")
@@ -198,10 +194,10 @@ def parse(argv: list[str] | None = None) -> BenchCommand:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "harvest":
-        if args.rounds < 1 or args.timing_rounds < 0 or args.workers < 1:
-            parser.error("harvest: need --rounds >= 1, --timing-rounds >= 0 and --workers >= 1")
+        if args.timing_only and not args.timing_rounds:
+            parser.error("harvest: --timing-only needs --timing-rounds >= 1")
         return HarvestBenchConfig(
-            _families(args.families),
+            args.families,
             args.max_configs,
             args.workers,
             args.compile_tasks,
@@ -212,14 +208,10 @@ def parse(argv: list[str] | None = None) -> BenchCommand:
             autotune=args.autotune,
         )
     if args.command == "calibrate":
-        if args.compile_configs < 1 or args.lane_configs < 1 or args.workers < 1:
-            parser.error("calibrate: --compile-configs, --lane-configs and --workers must be at least 1")
         return CalibrateConfig(
-            _families(args.families), args.compile_configs, args.lane_configs, args.scale, args.workers, out=args.out
+            args.families, args.compile_configs, args.lane_configs, args.scale, args.workers, out=args.out
         )
     if args.command == "cluster":
-        if args.lanes < 1 or args.work_s <= 0 or args.noise < 0:
-            parser.error("cluster: need --lanes >= 1, --work-s > 0 and --noise >= 0")
         return ClusterBenchConfig(
             args.lanes, args.work_s, args.noise, args.scale, args.seed, args.address
         )
@@ -227,7 +219,7 @@ def parse(argv: list[str] | None = None) -> BenchCommand:
         if args.datasets:
             parser.error("repro: give datasets or --harvest, not both")
         return ReproHarvestConfig(
-            _families(args.families),
+            args.families,
             args.max_configs,
             passes=args.passes,
             rep=args.rep,

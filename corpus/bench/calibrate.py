@@ -47,6 +47,8 @@ CALIBRATION_MODULE = Path(__file__).resolve().parents[1] / "harvest" / "calibrat
 
 @dataclass(frozen=True)
 class CalibrateConfig:
+    """What ``python -m corpus.bench calibrate`` measures (see the module docstring)."""
+
     families: tuple[str, ...] = ()
     """Families to measure (default: all)."""
     compile_configs: int = 3

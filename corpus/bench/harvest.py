@@ -214,6 +214,8 @@ def bench_pipeline(config: HarvestBenchConfig, base: HarvestConfig, settings: Se
 
 
 def bench_compile(config: HarvestBenchConfig, settings: Settings, console: Console) -> None:
+    """Compile scaling, 1 worker vs ``config.workers``, and the static stats' share of the
+    compile workers' time; prints both with their targets."""
     one, many = alternate(config.rounds, [lambda _: compile_pass(config, settings, 1), lambda _: compile_pass(config, settings, config.workers)])
     ratios = [a.seconds / b.seconds for a, b in zip(one, many)]
     console.print(
@@ -230,6 +232,8 @@ def bench_compile(config: HarvestBenchConfig, settings: Settings, console: Conso
 
 
 def bench_autotune(config: HarvestBenchConfig, base: HarvestConfig, settings: Settings, piped: list[PassResult], console: Console) -> None:
+    """Plain ``triton.autotune`` on the workload's configs (:mod:`corpus.bench.autotune`) vs the
+    pipeline passes ``piped``, seconds per config; prints the ratio with its target."""
     environment = worker_environment(settings, interpret=True, cache_dir=tempfile.mkdtemp(prefix="bench-autotune-"))
     worker = WorkerProcess("bench-autotune", AUTOTUNE_FACTORY, SUITE, environment)
     try:

@@ -156,8 +156,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not os.path.isfile(os.path.join(args.model, "checkpoint.json")):
         parser.error(f"--model {args.model}: no checkpoint.json there")
-    if args.top_k < 1 or args.rows < 1 or args.cols < 1:
-        parser.error("--top-k, --rows and --cols must be >= 1")
     print(run_bench(BenchConfig(args.model, args.top_k, args.rows, args.cols, args.device)))
     return 0
 

@@ -19,11 +19,10 @@ from corpus.harvest.compile_worker import CompileOutcome
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import ir_target_name, measurement_row, problem_columns
+from corpus.harvest.runner import IR_TABLES
 from schemas.tables import table_spec
 from schemas.writer import conform
 from train.tables import RUN_COLUMNS
-
-IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
 
 
 @dataclass(frozen=True)

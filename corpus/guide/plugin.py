@@ -47,8 +47,6 @@ from typing import Any
 
 import numpy as np
 
-LAUNCH_OPTIONS = ("grid", "warmup")
-"""Keyword arguments of ``Autotuner.run`` that are launch options, not kernel arguments."""
 SKIP = "not benchmarked: ranked below the top {k} by model {model} (corpus.guide.prune_configs)"
 """What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
 
@@ -106,16 +104,6 @@ def _kernel_of(autotuner: Any) -> Any:
     return obj
 
 
-def launch_grid(grid: Any, args: Mapping[str, Any], meta: Mapping[str, Any]) -> tuple[int, ...] | None:
-    """The grid one config launches: ``grid`` itself, or what the callable gives for the
-    arguments and the config's meta-parameters; None when it cannot say."""
-    try:
-        value = grid({**args, **meta}) if callable(grid) else grid
-        return None if value is None else tuple(int(g) for g in value)
-    except Exception:  # a grid callable that wants more than the arguments: unknown
-        return None
-
-
 def tuning_key(autotuner: Any, args: Mapping[str, Any]) -> tuple[Any, ...]:
     """The key Triton's autotuner caches a tuning under: the ``key`` arguments' values, then the
     dtype of every argument that has one."""
@@ -160,6 +148,7 @@ class ConfigRanker:
 
     def __call__(self, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list[Any]:
         """Triton's ``early_config_prune(configs, named_args, **kwargs)``."""
+        from corpus.record.hooks import LAUNCH_OPTIONS
         from corpus.record.rows import as_config
 
         if self.early_config_prune is not None:
@@ -215,7 +204,13 @@ class ConfigRanker:
     def _rank(self, kernel: Any, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> tuple[str, ...]:
         from corpus.guide.candidates import candidate_frames, run_columns
         from corpus.harvest.plan import PlannedConfig, PlannedRun
-        from corpus.record.rows import as_config, kernel_function, kernel_source
+        from corpus.record.rows import (
+            as_config,
+            autotuned_problem,
+            config_grid,
+            kernel_function,
+            kernel_source,
+        )
         from schemas.enums import Status
         from schemas.identity import kernel_id
         from train.guide import score_candidates
@@ -238,17 +233,12 @@ class ConfigRanker:
         if not compiled:
             first = next(iter(outcomes.values()))
             raise CannotRank(f"no config compiles for {target}: {first.error}")
-        dims = {
-            name: int(args[name])
-            for name in autotuner.keys
-            if isinstance(args.get(name), int) and not isinstance(args.get(name), bool)
-        }
-        tensors = [v for v in args.values() if hasattr(v, "dtype") and hasattr(v, "shape")]
+        dims, dtype = autotuned_problem(args, autotuner.keys)
         run = PlannedRun(
             family=entry,
             scale=None,  # type: ignore[arg-type]  # not a suite scale
             dims=dims,
-            dtype=str(tensors[0].dtype).removeprefix("torch.") if tensors else None,  # type: ignore[arg-type]
+            dtype=dtype,  # type: ignore[arg-type]
             seed=None,  # type: ignore[arg-type]
             run_id="candidates",
             kernel_id=kernel_id(source, entry),
@@ -257,7 +247,7 @@ class ConfigRanker:
             default_config_id=None,  # type: ignore[arg-type]  # no untuned default
             sizes=dims,
         )
-        planned = [PlannedConfig(c, None, launch_grid(grid, args, c.kwargs)) for c in compiled]
+        planned = [PlannedConfig(c, None, config_grid(grid, args, c)) for c in compiled]
         run = replace(run, configs=tuple(planned))
         candidates = candidate_frames(
             run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level

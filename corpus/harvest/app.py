@@ -125,6 +125,13 @@ class HarvestConfig:
     estimate_for: tuple[int, int] | None = None
     """With ``dry_run``: also estimate the duration on a box of (CPU cores, GPUs)."""
 
+    @property
+    def claims_runs(self) -> bool:
+        """Whether the lanes claim each run before measuring it (:mod:`corpus.harvest.claims`):
+        a harvest that writes and resumes; ``--no-resume`` and ``--allow-repeat`` measure again
+        on purpose."""
+        return self.resume and not self.allow_repeat and not self.dry_run
+
 
 class HarvestError(RuntimeError):
     """The harvest cannot start as configured; the message says what to change."""
@@ -183,6 +190,17 @@ INTERPRETER_TIMERS = (Timer.THREAD_CPU.value, Timer.PROCESS_CPU.value, Timer.WAL
 GPU_TIMERS = (Timer.CUDA_EVENT.value, Timer.CUDA_GRAPH.value)
 
 
+def timing_settings(config: HarvestConfig, interpreter: bool) -> tuple[int, int, int]:
+    """(warmup launches, interleaved passes, reps per pass): the command line's, else the
+    device's defaults (:data:`INTERPRETER_TIMING`, :data:`GPU_TIMING`)."""
+    warmup, passes, reps_per_pass = INTERPRETER_TIMING if interpreter else GPU_TIMING
+    return (
+        config.warmup if config.warmup is not None else warmup,
+        config.passes if config.passes is not None else passes,
+        config.rep if config.rep is not None else reps_per_pass,
+    )
+
+
 def resolve_timer(requested: str, interpreter: bool) -> str:
     """``--timer`` for the device: 'auto' is thread CPU time on the interpreter (see
     :class:`corpus.harvest.timing.ThreadCpuTimer`) and CUDA events on a GPU."""
@@ -222,7 +240,7 @@ def check_numbers(config: HarvestConfig) -> None:
 def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[str, ...], facts: DeviceFacts) -> Execution:
     interpreter = devices == (DEVICE_INTERPRETER,)
     timer = resolve_timer(config.timer, interpreter)
-    warmup, passes, reps_per_pass = INTERPRETER_TIMING if interpreter else GPU_TIMING
+    warmup, passes, reps_per_pass = timing_settings(config, interpreter)
     check_numbers(config)
     if config.target is not None:
         target = config.target
@@ -234,12 +252,12 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
         suite=config.suite,
         devices=devices,
         target=target,
-        workers=max(1, config.workers) if config.workers is not None else default_workers(len(devices)),
+        workers=config.workers if config.workers is not None else default_workers(len(devices)),
         compile_timeout_s=config.compile_timeout_s,
         bench_timeout_s=config.bench_timeout_s,
-        warmup=config.warmup if config.warmup is not None else warmup,
-        passes=config.passes if config.passes is not None else passes,
-        reps_per_pass=config.rep if config.rep is not None else reps_per_pass,
+        warmup=warmup,
+        passes=passes,
+        reps_per_pass=reps_per_pass,
         interleave=config.interleave,
         dedupe=config.dedupe,
         timer=timer,
@@ -313,8 +331,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     request = plan_request(config, interpreter, facts.model, toolchain, execution.target)
     planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
-    claiming = config.resume and not config.allow_repeat and not config.dry_run
-    known = committed_harvests(config.out) if claiming else set()  # before resume reads
+    known = committed_harvests(config.out) if config.claims_runs else set()  # before resume reads
     guide = load_guide(config)  # the model is loaded (and refused) before any work starts
     budgeted = config.budget is not None
     resumed = resume_plan(config.out, planned, bench_settings(execution), budgeted=budgeted) if config.resume else ResumePlan(list(planned))
@@ -347,7 +364,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
             worker_environments(settings, cache_dir=execution.cache_dir or "", scratch_dir=scratch),
             on_config=progress.config_done,
             on_run=progress.run_done,
-            claims=RunClaims.for_harvest(config.out, known, enabled=claiming),
+            claims=RunClaims.for_harvest(config.out, known, enabled=config.claims_runs),
             writer_id=writer_id,
             guide=guide,
         )
@@ -537,14 +554,9 @@ def print_estimates(
     cores, gpus = config.estimate_for
     index, count = config.shard if isinstance(config.shard, tuple) else (0, 1)
     runs = shard(plan_runs(specs, replace(request, excluded_dtypes=())), index, count)
-    warmup, passes, reps = GPU_TIMING
     box = estimate_harvest(
         runs, devices=tuple(f"cuda:{i}" for i in range(gpus)), workers=config.workers or default_workers(gpus, cores),
-        cores=cores, launches=launches_per_config(
-            config.warmup if config.warmup is not None else warmup,
-            config.passes if config.passes is not None else passes,
-            config.rep if config.rep is not None else reps,
-        ),
+        cores=cores, launches=launches_per_config(*timing_settings(config, interpreter=False)),
         interpreter=False, costs=COSTS,
     )  # fmt: skip
     show(describe(box, f"on {cores} cores + {gpus} GPU(s), nothing committed"))

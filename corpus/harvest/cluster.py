@@ -340,8 +340,7 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         )
     if not config.dry_run:
         probe_out(config.out, force=config.force_out)  # before a cluster or an actor starts
-    claiming = config.resume and not config.allow_repeat and not config.dry_run
-    known = frozenset(committed_harvests(config.out)) if claiming else None  # before resume reads
+    known = frozenset(committed_harvests(config.out)) if config.claims_runs else None  # before resume reads
     connect(config.ray or "auto")
     resources = ray.cluster_resources()
     count = lane_count(interpreter, resources)

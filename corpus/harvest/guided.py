@@ -30,7 +30,9 @@ from rich.console import Console
 from corpus.guide.candidates import candidate_frames
 from corpus.harvest.compile_worker import CompileOutcome
 from corpus.harvest.plan import PlannedConfig, PlannedRun
+from corpus.harvest.report import BestOfRun
 from corpus.harvest.resume import BUDGET_SKIP
+from corpus.harvest.runner import RunResult
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, score_candidates
 
@@ -187,7 +189,7 @@ class RunGuide:
         with self.lock:
             self.stats.benchmarked += configs
 
-    def print_summary(self, console: Console, results: Sequence[Any]) -> None:
+    def print_summary(self, console: Console, results: Sequence[RunResult]) -> None:
         """Benchmarks spent vs an exhaustive harvest, and what was found."""
         stats = self.stats
         share = stats.benchmarked / stats.compiled if stats.compiled else 0.0
@@ -196,13 +198,12 @@ class RunGuide:
             f"{stats.benchmarked} of {stats.compiled} compiled config(s) ({share:.0%}) in "
             f"{stats.runs} run(s); an exhaustive harvest benchmarks all {stats.compiled}"
         )
-        speedups = []
-        for result in results:
-            ok = [r for r in result.rows if r["status"] == Status.OK.value]
-            best = min(ok, key=lambda r: r["median_ms"], default=None)
-            default = next((r for r in ok if r["is_default"]), None)
-            if best and default:
-                speedups.append(default["median_ms"] / best["median_ms"])
+        best_of = [BestOfRun.of(result) for result in results]
+        speedups = [
+            row.default_ms / row.best_ms
+            for row in best_of
+            if row.best_ms is not None and row.default_ms is not None
+        ]
         if speedups:
             mean = math.exp(float(np.mean(np.log(speedups))))
             console.print(

@@ -29,8 +29,8 @@ from corpus.terminal import (
     ListingRow,
     grouped_listing,
     key_values,
-    natural_width,
     plural,
+    print_table_or_listing,
     print_trimmed,
 )
 from schemas.enums import Status, Timer
@@ -107,11 +107,9 @@ def print_plan(
     for run, row in zip(sorted(runs, key=lambda r: r.family), rows):
         table.add_row(run.family, run.shape_name, run.dtype, *row.cells, row.tail)
     console.print(f"[bold]planned runs[/] on {facts.device_name} ({facts.arch}), IR target {execution.target}")
-    if natural_width(console, table) <= console.width:
-        print_trimmed(console, table)
-    else:
-        for line in grouped_listing(rows, ("configs", "skipped", "state"), "run_id", console.width):
-            console.print(line, soft_wrap=True)
+    print_table_or_listing(
+        console, table, lambda: grouped_listing(rows, ("configs", "skipped", "state"), "run_id", console.width)
+    )
     def counts(selected: list[PlannedRun]) -> str:
         measured = sum(1 for r in selected for p in r.configs if p.skip_reason is None)
         skipped = sum(1 for r in selected for p in r.configs if p.skip_reason is not None)
@@ -345,10 +343,7 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
     more = f"; {plural(len(totals.results) - max_rows, 'more run')} not shown" if len(totals.results) > max_rows else ""
     console.print(f"\n[bold]best config per run[/]{f' (all {one_dtype})' if one_dtype else ''}{more}")
     table = best_configs_table(rows, with_dtype=one_dtype is None)
-    wide = natural_width(console, table) <= console.width
-    if wide:
-        print_trimmed(console, table)
-    else:
-        for line in best_configs_listing(rows, console.width, with_dtype=one_dtype is None):
-            console.print(line, soft_wrap=True)
+    wide = print_table_or_listing(
+        console, table, lambda: best_configs_listing(rows, console.width, with_dtype=one_dtype is None)
+    )
     print_trimmed(console, best_configs_legend((r.timing.get("timer", "") for r in shown), with_default=wide))

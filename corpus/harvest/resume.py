@@ -25,11 +25,11 @@ from schemas import DatasetError, read_table
 from schemas.reader import Filters
 
 BENCH_SETTINGS = ("timer", "timing_passes", "reps_per_pass", "warmup", "l2_flush_bytes")
+"""``runs`` columns that must agree for an earlier measurement to stand for this harvest's."""
 BUDGET_SKIP = "not benchmarked under --budget"
 """Prefix of the ``error`` of a ``skipped`` row a budgeted harvest wrote for a config it compiled
 but did not benchmark (:mod:`corpus.harvest.guided`): measured by a later harvest without
 ``--budget``, done for a later budgeted one."""
-"""``runs`` columns that must agree for an earlier measurement to stand for this harvest's."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ PREFIX = "kernel-corpus-scratch-"
 _OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-")
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (ours or another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -36,7 +37,7 @@ def remove_orphans(parent: str | None = None) -> list[str]:
     with contextlib.suppress(OSError):
         for entry in os.scandir(parent):
             match = _OWNED.match(entry.name)
-            if match and entry.is_dir(follow_symlinks=False) and not _alive(int(match.group(1))):
+            if match and entry.is_dir(follow_symlinks=False) and not process_alive(int(match.group(1))):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.path)
     return removed

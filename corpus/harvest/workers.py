@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
+from corpus.harvest.scratch import process_alive
+
 Handler = Callable[[Any], Any]
 
 
@@ -98,7 +100,7 @@ def die_with_parent(owner_pid: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent or not _alive(owner_pid):  # died before the signal was armed
+    if os.getppid() != parent or not process_alive(owner_pid):  # died before the signal was armed
         os._exit(1)
 
 
@@ -117,16 +119,6 @@ def _release_fork_server() -> None:
     if alive is not None:
         os.close(alive)
         server._forkserver_alive_fd = None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def _serve(

@@ -27,7 +27,7 @@ from typing import Any
 
 from corpus.harvest.timing import ThreadCpuTimer, measure, summarize
 
-__all__ = ["AutotuneEvent", "BenchedConfig", "CpuBench", "TritonHooks", "has_autotune_listener"]
+__all__ = ["LAUNCH_OPTIONS", "AutotuneEvent", "BenchedConfig", "CpuBench", "TritonHooks", "has_autotune_listener"]
 
 
 @dataclass
@@ -63,7 +63,7 @@ class AutotuneEvent:
     benched: list[BenchedConfig]
 
 
-_LAUNCH_OPTIONS = ("grid", "warmup")
+LAUNCH_OPTIONS = ("grid", "warmup")
 """Keyword arguments of ``Autotuner.run`` that are launch options, not kernel arguments."""
 
 
@@ -107,7 +107,7 @@ class _Call:
     @property
     def args(self) -> dict[str, Any]:
         bound = dict(zip(self.autotuner.arg_names, self.positional))
-        bound.update({k: v for k, v in self.keywords.items() if k not in _LAUNCH_OPTIONS})
+        bound.update({k: v for k, v in self.keywords.items() if k not in LAUNCH_OPTIONS})
         return bound
 
     @property

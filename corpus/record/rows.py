@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -132,12 +132,26 @@ def as_config(config: Any) -> Config:
     )
 
 
-def _grid(grid: Any, args: Mapping[str, Any], config: Config) -> tuple[int, ...] | None:
+def config_grid(grid: Any, args: Mapping[str, Any], config: Config) -> tuple[int, ...] | None:
+    """The grid ``config`` launches with: ``grid`` itself, or what the callable gives for the
+    call's ``args`` and the config's meta-parameters; None when it cannot say."""
     try:
         value = grid({**args, **config.kwargs}) if callable(grid) else grid
         return tuple(int(g) for g in value) if value is not None else None
     except Exception:  # a grid function that needs more than the arguments: unknown
         return None
+
+
+def autotuned_problem(args: Mapping[str, Any], keys: Sequence[str]) -> tuple[dict[str, int], str | None]:
+    """(problem dims, dtype) of an autotuned call with ``args``: the integer arguments the
+    autotuner keys on (``keys``), and the dtype of the first tensor argument (None: none)."""
+    dims = {
+        name: int(args[name])
+        for name in keys
+        if isinstance(args.get(name), int) and not isinstance(args.get(name), bool)
+    }
+    tensors = [v for v in args.values() if hasattr(v, "dtype") and hasattr(v, "shape")]
+    return dims, str(tensors[0].dtype).removeprefix("torch.") if tensors else None
 
 
 def _bench_outcome(timing: list[float], benched: BenchedConfig | None) -> MeasureOutcome:
@@ -168,19 +182,14 @@ def _planned_run(
     all_configs = [as_config(c) for c in event.autotuner.configs]
     tuned = {name for config in all_configs + benchmarked for name in config.kwargs}
     signature = argument_signature(jit, event.args, tuned)
-    dims = {
-        name: int(event.args[name])
-        for name in event.autotuner.keys
-        if isinstance(event.args.get(name), int) and not isinstance(event.args.get(name), bool)
-    }
-    tensors = [v for v in event.args.values() if hasattr(v, "dtype") and hasattr(v, "shape")]
+    dims, dtype = autotuned_problem(event.args, event.autotuner.keys)
     benched_ids = {c.id for c in benchmarked}
-    planned = [PlannedConfig(c, None, _grid(event.grid, event.args, c)) for c in benchmarked]
+    planned = [PlannedConfig(c, None, config_grid(event.grid, event.args, c)) for c in benchmarked]
     if not event.cache_hit:
         # A provider that knows why it pruned a config (corpus.guide.prune_configs) says so.
         reason_for = getattr(event.autotuner.early_config_prune, "skip_reason_for", None)
         planned += [
-            PlannedConfig(c, (reason_for(original) if reason_for else None) or PRUNED, _grid(event.grid, event.args, c))
+            PlannedConfig(c, (reason_for(original) if reason_for else None) or PRUNED, config_grid(event.grid, event.args, c))
             for original, c in zip(event.autotuner.configs, all_configs)
             if c.id not in benched_ids
         ]
@@ -188,7 +197,7 @@ def _planned_run(
         family=entry,
         scale=None,  # type: ignore[arg-type]  # not from a suite scale
         dims=dims,
-        dtype=str(tensors[0].dtype).removeprefix("torch.") if tensors else None,  # type: ignore[arg-type]
+        dtype=dtype,  # type: ignore[arg-type]
         seed=None,  # type: ignore[arg-type]
         run_id=run_id(kernel_key, signature, context.facts.model, context.toolchain),
         kernel_id=kernel_key,

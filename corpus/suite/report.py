@@ -16,7 +16,14 @@ from rich.table import Table
 
 from corpus.suite.check import CheckResult
 from corpus.suite.spec import CATEGORIES, SCALES, Config, Dims, KernelSpec, shape_name
-from corpus.terminal import ListingRow, fits, grouped_listing, key_values, plural, print_trimmed
+from corpus.terminal import (
+    ListingRow,
+    grouped_listing,
+    key_values,
+    plural,
+    print_table_or_listing,
+    print_trimmed,
+)
 
 
 @dataclass(frozen=True)
@@ -110,11 +117,11 @@ def print_list(console: Console, specs: Mapping[str, KernelSpec], scale: str) ->
     for row in rows:
         table.add_row(row.group, row.label, *row.cells, row.tail)
     console.print(f"[bold]kernel suite[/]: runs and valid configs at scale '{scale}'")
-    if fits(console, table):
-        print_trimmed(console, table)
-    else:
-        for line in grouped_listing(rows, headers, "dtypes", console.width, label_header="family", min_tail=12):
-            console.print(line, soft_wrap=True)
+    print_table_or_listing(
+        console,
+        table,
+        lambda: grouped_listing(rows, headers, "dtypes", console.width, label_header="family", min_tail=12),
+    )
     shape_totals = "/".join(str(sum(s.shapes[each] for s in summaries)) for each in SCALES)
     categories = len({s.category for s in summaries})
     print_trimmed(
@@ -204,11 +211,11 @@ def print_family(console: Console, spec: KernelSpec) -> None:
         table.add_row(row.group, row.label, *row.cells)
     console.print()
     console.print("[bold]shapes[/]: flops and bytes moved per launch, valid configs, per dtype")
-    if fits(console, table):
-        print_trimmed(console, table)
-    else:
-        for line in grouped_listing(rows, headers, "", console.width, label_header="shape", min_tail=0):
-            console.print(line, soft_wrap=True)
+    print_table_or_listing(
+        console,
+        table,
+        lambda: grouped_listing(rows, headers, "", console.width, label_header="shape", min_tail=0),
+    )
 
 
 def _si(value: int, unit: str = "") -> str:

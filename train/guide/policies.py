@@ -23,6 +23,8 @@ Measured = Mapping[int, float]
 
 
 class Policy(Protocol):
+    """A sequential tuner over one run's configs (see the module docstring)."""
+
     def next(self, measured: Measured) -> int | None:
         """Index of the config to benchmark next; None to stop."""
 

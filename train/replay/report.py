@@ -140,9 +140,15 @@ def plot(outcomes: Sequence[RunOutcome], strategies: Sequence[str], path: Path) 
     plt.close(figure)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+def _finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float (an unreached tolerance, no interval) as None:
+    JSON has no NaN or Infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {key: _finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_json(item) for item in value]
     return value
 
 
@@ -173,8 +179,7 @@ def write_outputs(
         "families": families,
         "goal_vs_random": GOAL,
     }
-    text = json.dumps(summary, indent=1, default=_jsonable)
-    (out / "replay.json").write_text(text.replace("NaN", "null").replace("Infinity", "null"))
+    (out / "replay.json").write_text(json.dumps(_finite_json(summary), indent=1, allow_nan=False))
     runs_frame(outcomes).write_parquet(out / "runs.parquet")
     plot(outcomes, strategies, out / "regret.png")
     return markdown

@@ -57,7 +57,7 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
     for argv, message in (
         (["--model", str(tmp_path)], "no checkpoint.json"),
         (["--model", str(trained), "--strategies", "random,psychic"], "unknown psychic"),
-        (["--model", str(trained), "--repeats", "0"], "--repeats must be >= 1"),
+        (["--model", str(trained), "--repeats", "0"], "--repeats: expected an integer >= 1"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["--data", harvested, *argv])

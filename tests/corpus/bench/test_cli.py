@@ -1,0 +1,38 @@
+"""``python -m corpus.bench``'s command line: the documented defaults parse, nonsense is
+refused in one line (exit 2) before any work."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpus.bench.__main__ import parse
+from corpus.bench.calibrate import CalibrateConfig
+from corpus.bench.harvest import HarvestBenchConfig
+
+
+def test_calibrate_without_families_measures_every_family() -> None:
+    config = parse(["calibrate"])  # the README's command as written
+    assert isinstance(config, CalibrateConfig) and config.families == ()
+    assert parse(["calibrate", "--families", "softmax, matmul"]).families == ("softmax", "matmul")
+
+
+def test_timing_rounds_zero_skips_the_timing_comparison() -> None:
+    config = parse(["harvest", "--timing-rounds", "0"])  # help: "0: skip"
+    assert isinstance(config, HarvestBenchConfig) and config.timing_rounds == 0
+    assert parse(["harvest"]).families == ("add_broadcast", "softmax", "matmul")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["harvest", "--timing-only", "--timing-rounds", "0"],  # nothing left to measure
+        ["harvest", "--timing-rounds", "-1"],
+        ["calibrate", "--families", ""],
+    ],
+)
+def test_nonsense_is_refused_before_any_work(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err

@@ -1,0 +1,44 @@
+"""The replay's written outputs: ``replay.json`` is strict JSON whose unknown figures are null,
+and whose texts (paths, family names) are kept as they are."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from train.replay.report import write_outputs
+from train.replay.strategies import TOLERANCES, RunOutcome
+
+
+def _outcome(seed: int, strategy: str, family: str, needed: float) -> RunOutcome:
+    return RunOutcome(
+        seed=seed,
+        run_id=f"run-{seed}",
+        family=family,
+        strategy=strategy,
+        n_configs=4,
+        curve=np.array([0.5, 0.2, 0.0, 0.0]),
+        needed={t: needed for t in TOLERANCES},
+    )
+
+
+def test_replay_json_nulls_unknown_figures_and_keeps_texts(tmp_path: Path) -> None:
+    family = "fill_NaN_or_Infinity"  # a recorded kernel's name can be anything
+    outcomes = [
+        _outcome(0, "random", family, 3.0),
+        _outcome(0, "model", family, math.inf),  # never reached: no finite figure
+    ]
+    meta = {"data": "/data/NaN-runs", "notes": ["seed 0: Infinity of reasons"]}
+    write_outputs(tmp_path, outcomes, ["random", "model"], meta)
+    summary = json.loads(
+        (tmp_path / "replay.json").read_text(),
+        parse_constant=lambda name: (_ for _ in ()).throw(ValueError(f"not strict JSON: {name}")),
+    )
+    assert summary["meta"] == meta
+    assert [row["family"] for row in summary["families"]] == [family]
+    assert summary["families"][0]["model"] is None
+    assert summary["strategies"]["model"]["configs_to"]["0.02"]["mean"] is None
+    assert summary["strategies"]["random"]["configs_to"]["0.02"]["mean"] == 3.0
