@@ -9,15 +9,17 @@ the training, validation and test runs (:func:`train.metrics.evaluate`; train be
 shows overfitting). With ``final`` it then trains one model on every run of the dataset
 (:func:`train_final`), the one to ship.
 
-Outputs in ``out`` (probed for writing before any work): ``splits.parquet`` (kind, seed,
-run_id, split), ``checkpoint/`` (the final model with ``final``; otherwise the first split's
-seed-0 model of the first neural kind) and what :func:`train.report.write_report` writes
-(metrics.json, report.md, plots).
+Outputs in ``out`` (probed for writing before any work; layout: :mod:`train.layout`):
+``splits.parquet`` (kind, seed, run_id, split), ``checkpoints/<model>/<kind>/seed-<N>/`` (every
+evaluation model, for :mod:`train.replay`), ``checkpoint/`` (the final model with ``final``;
+otherwise the first split kind's seed-0 model of the first neural model) and what
+:func:`train.report.write_report` writes (metrics.json, report.md, plots).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +46,7 @@ from train.data import GraphSamples, LoadedDataset, load_dataset
 from train.features import TabularFeatures
 from train.fit import TrainConfig, predict_samples, train_model
 from train.graphs import FeaturizedGraphs, GraphFeaturizer
+from train.layout import CHECKPOINTS, SHIPPED, SPLITS_FILE, seed_checkpoint_dir
 from train.losses import RANKING_LOSSES
 from train.model import ModelConfig
 from train.report import ModelResult, write_report
@@ -294,10 +297,13 @@ def run_gnn(
     *,
     name: str = GNN,
     prepared: SeedData | None = None,
+    kind: str | None = None,
 ) -> tuple[Checkpoint, dict[str, GraphSamples]]:
     """Train the neural model ``name`` (:data:`NEURAL_MODES`) on ``parts["train"]``, early
     stopping on ``parts["val"]`` when present; return it as a checkpoint with the samples of
-    every partition. ``prepared`` reuses a seed's featurizers (``tabular`` is then ignored)."""
+    every partition. ``prepared`` reuses a seed's featurizers (``tabular`` is then ignored).
+    ``kind``: the split kind ``parts`` come from (default: the first of ``config``'s), recorded
+    with how it was drawn in the checkpoint's ``extra`` (:func:`split_facts`)."""
     if prepared is None:
         prepared = prepare_seed(loaded, parts, relative=config.relative)
         if tabular is not None:
@@ -320,8 +326,7 @@ def run_gnn(
     )
     extra = {
         "train": asdict(train_config),
-        "split": config.split,
-        "seed": seed,
+        **split_facts(config, kind or config.split_kinds[0], seed),
         "best_epoch": fit.best_epoch,
         "selection": fit.selection,
         "notice": fit.notice,
@@ -341,6 +346,23 @@ def run_gnn(
         name=name,
     )
     return checkpoint, samples
+
+
+def split_facts(config: ExperimentConfig, kind: str, seed: int) -> dict[str, Any]:
+    """What a checkpoint records about the split it was trained on: ``split`` (the kind),
+    ``seed`` and what drew it (fractions, cluster distance, families left out, whether
+    identical programs were collapsed and run-relative features used), so that a replay can
+    find or redraw its held-out runs and fit its baselines the same way."""
+    return {
+        "split": kind,
+        "seed": seed,
+        "val_fraction": config.val_fraction,
+        "test_fraction": config.test_fraction,
+        "cluster_distance": config.cluster_distance,
+        "excluded_families": list(config.exclude_families),
+        "collapse_identical": config.collapse,
+        "run_relative_features": config.relative,
+    }
 
 
 def _cluster_meta(
@@ -428,18 +450,19 @@ def run_experiment(
     )
     out = Path(config.out)
     results: list[ModelResult] = []
-    split_rows = []
     similarity: dict[str, list[float | None]] = {}
     best_epochs: dict[str, list[int]] = {}
     baselines = [m for m in config.models if m not in NEURAL]
     first_checkpoint: Checkpoint | None = None
     notices: set[str] = set()
+    if _is_main():
+        # Models of an earlier command in this --out would pass for this one's seeds; the
+        # splits go first, so the models saved as they are trained always have theirs.
+        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+        write_splits(out / SPLITS_FILE, plans)
     for kind in config.split_kinds:
         for seed in range(config.seeds):
             splits = plans[(kind, seed)]
-            split_rows.append(
-                splits.with_columns(pl.lit(kind).alias("kind"), pl.lit(seed).alias("seed"))
-            )
             similarity.setdefault(kind, []).append(_held_out_similarity(samples, splits, op_sets))
             parts = {p: split_frame(samples, splits, p) for p in PARTITIONS}
             if config.collapse:
@@ -459,7 +482,10 @@ def run_experiment(
                     ),
                     name=name,
                     prepared=prepared,
+                    kind=kind,
                 )
+                if _is_main():  # every seed's model: a replay judges each on its own split
+                    save_checkpoint(seed_checkpoint_dir(out, name, kind, seed), checkpoint)
                 notice = checkpoint.extra["notice"]
                 if notice and notice not in notices:
                     notices.add(notice)
@@ -490,8 +516,7 @@ def run_experiment(
         out.mkdir(parents=True, exist_ok=True)
         shipped = final or first_checkpoint
         if shipped is not None:
-            save_checkpoint(out / "checkpoint", shipped)
-        pl.concat(split_rows).write_parquet(out / "splits.parquet")
+            save_checkpoint(out / SHIPPED, shipped)
         meta = {
             "data": config.data,
             "dataset_key": loaded.key,
@@ -525,6 +550,19 @@ def run_experiment(
             )
         write_report(str(out), results, meta=meta)
     return results
+
+
+def write_splits(path: Path, plans: Mapping[tuple[str, int], pl.DataFrame]) -> None:
+    """Every split of ``plans`` as one table (kind, seed, run_id, split), by atomic rename."""
+    table = pl.concat(
+        [
+            splits.select(pl.lit(kind).alias("kind"), pl.lit(seed).alias("seed"), "run_id", "split")
+            for (kind, seed), splits in plans.items()
+        ]
+    )
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    table.write_parquet(tmp)
+    os.replace(tmp, path)
 
 
 def _median(values: list[float]) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
@@ -20,9 +20,14 @@ from corpus.harvest.device import DeviceFacts
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import ir_target_name, measurement_row, problem_columns
 from corpus.harvest.runner import IR_TABLES
+from corpus.harvest.sass_batch import fill_row
+from schemas.identity import canonical_json
 from schemas.tables import table_spec
 from schemas.writer import conform
 from train.tables import RUN_COLUMNS
+
+if TYPE_CHECKING:
+    from extract.sass import InstructionStats
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ def run_columns(
         "family": run.family,
         "scale": run.scale,
         "shape_name": run.shape_name,
+        "problem_json": canonical_json(dict(run.dims)),
         "dtype": run.dtype,
         "flops": flops,
         "bytes_moved": bytes_moved,
@@ -69,14 +75,19 @@ def candidate_frames(
     *,
     arch: str,
     level: str,
+    sass: Mapping[str, InstructionStats] | None = None,
 ) -> Candidates:
     """The candidates of one run: each of ``configs`` with its compile outcome (by config id;
     compiled OK), its run's columns ``run_row`` (:func:`run_columns`) and the IR graphs of
-    ``level``."""
-    rows = [
-        measurement_row(run, planned, "candidates", arch, outcomes[planned.config.id], None)
-        for planned in configs
-    ]
+    ``level``. ``sass``: instruction statistics by config id for outcomes whose ``stats``
+    lack them (the harvest disassembles in batches, after compiling), filled in as the
+    harvest fills its rows, so the model reads what it was trained with."""
+    rows = []
+    for planned in configs:
+        row = measurement_row(run, planned, "candidates", arch, outcomes[planned.config.id], None)
+        if sass and planned.config.id in sass:
+            fill_row(row, sass[planned.config.id])
+        rows.append(row)
     measurements = pl.DataFrame(conform(table_spec("measurements"), rows))
     runs_spec = table_spec("runs")
     known = {k: v for k, v in run_row.items() if k in runs_spec.schema.names}

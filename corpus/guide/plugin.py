@@ -213,9 +213,12 @@ class ConfigRanker:
         )
         from schemas.enums import Status
         from schemas.identity import kernel_id
-        from train.guide import score_candidates
+        from train.guide import arch_refusal, score_candidates
 
         interpreter, facts = _device()
+        refusal = arch_refusal(self.model, facts.arch)
+        if refusal is not None:  # before compiling anything
+            raise CannotRank(refusal)
         target = self.target or ("sm_90" if interpreter else facts.arch)
         compiler = self._compiler_for(interpreter, target)
         jit = kernel_function(kernel)
@@ -253,8 +256,9 @@ class ConfigRanker:
             run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level
         )
         scores = score_candidates(
-            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs
-        )
+            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs,
+            arch=facts.arch,
+        )  # fmt: skip
         order = np.argsort(scores.rank, kind="stable")
         self.rank_s += time.perf_counter() - begin
         return tuple(compiled[i].id for i in order[: self.top_k])

@@ -332,8 +332,8 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
     known = committed_harvests(config.out) if config.claims_runs else set()  # before resume reads
-    guide = load_guide(config)  # the model is loaded (and refused) before any work starts
-    budgeted = config.budget is not None
+    guide = load_guide(config, facts.arch, console)  # the model is loaded (and refused) before any work
+    budgeted = guide is not None
     resumed = resume_plan(config.out, planned, bench_settings(execution), budgeted=budgeted) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
@@ -437,13 +437,15 @@ def check_guided(config: HarvestConfig) -> None:
         raise HarvestError("--rank-with does not run on Ray yet: harvest without --ray (one machine or --shard)")
 
 
-def load_guide(config: HarvestConfig) -> RunGuide | None:
+def load_guide(config: HarvestConfig, arch: str, console: Console) -> RunGuide | None:
     """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
-    them); a bad budget or model directory is a :class:`HarvestError` naming it."""
+    them); a bad budget or model directory is a :class:`HarvestError` naming it. A model that
+    refuses the device's ``arch`` (it never saw it in training) guides nothing: one warning,
+    and the harvest benchmarks every config as without ``--budget``."""
     if config.rank_with is None or config.budget is None:
         return None
     from corpus.harvest.guided import RunGuide  # loads train (torch): only for a guided harvest
-    from train.guide import load_model, parse_budget
+    from train.guide import arch_refusal, load_model, parse_budget
 
     try:
         budget = parse_budget(config.budget)
@@ -453,6 +455,11 @@ def load_guide(config: HarvestConfig) -> RunGuide | None:
         model = load_model(config.rank_with)
     except (OSError, ValueError, KeyError) as exc:
         raise HarvestError(f"--rank-with {config.rank_with}: {exc}") from None
+    refusal = arch_refusal(model, arch)
+    if refusal is not None:
+        message = f": --rank-with {config.rank_with} cannot rank for this device ({refusal}); every config is benchmarked, as without --budget"
+        console.print(Text.assemble(("warning", "yellow"), message), soft_wrap=True)
+        return None
     return RunGuide(model, budget)
 
 

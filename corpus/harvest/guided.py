@@ -118,9 +118,12 @@ class RunGuide:
         outcomes: Mapping[str, CompileOutcome | None],
         run_row: Mapping[str, Any],
         arch: str,
+        sass: Mapping[str, Any] | None = None,
     ) -> GuidedRun:
-        """Rank the configs of ``run`` that compiled (``outcomes`` by config id) and choose
-        what to benchmark. A ranking that fails benchmarks the whole run (the note says why)."""
+        """Rank the configs of ``run`` that compiled (``outcomes`` by config id) for the device
+        ``arch`` and choose what to benchmark (``sass``: instruction statistics by config id,
+        see :func:`corpus.guide.candidates.candidate_frames`). A ranking that fails benchmarks
+        the whole run (the note says why)."""
         compiled = [
             p
             for p in run.configs
@@ -128,7 +131,7 @@ class RunGuide:
         ]
         ids = [p.config.id for p in compiled]
         try:
-            guided = self._rank(run, compiled, outcomes, run_row, arch)
+            guided = self._rank(run, compiled, outcomes, run_row, arch, sass)
         except Exception as exc:  # never lose the run: measure it all, and say why
             guided = benchmark_everything(ids, f"{type(exc).__name__}: {exc}")
         with self.lock:
@@ -145,14 +148,15 @@ class RunGuide:
         outcomes: Mapping[str, CompileOutcome | None],
         run_row: Mapping[str, Any],
         arch: str,
+        sass: Mapping[str, Any] | None,
     ) -> GuidedRun:
         ids = [p.config.id for p in compiled]
         if len(ids) < 2:
             return GuidedRun(ids, ids, {})
         known = {i: o for i, o in outcomes.items() if o is not None}
-        candidates = candidate_frames(run, compiled, known, run_row, arch=arch, level=self.model.level)
+        candidates = candidate_frames(run, compiled, known, run_row, arch=arch, level=self.model.level, sass=sass)
         scores = score_candidates(
-            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs
+            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs, arch=arch
         )
         order = np.argsort(scores.rank, kind="stable")
         ranked = [ids[i] for i in order]

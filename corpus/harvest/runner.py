@@ -660,7 +660,12 @@ class Harvester:
         columns = run_columns(
             run, self.facts, self.execution.target, spec.flops(run.dims), spec.bytes_moved(run.dims, run.dtype)
         )
-        return self.guide.plan(run, outcomes, columns, self.facts.arch)
+        # The model was trained with the SASS statistics the batched disassembler adds later.
+        pending = {config_id: future for config_id, o in outcomes.items() if (future := self._defer_stats(o)) is not None}
+        if pending and self.sass is not None:
+            self.sass.wait(pending.values())
+        sass = {config_id: future.result() for config_id, future in pending.items()}
+        return self.guide.plan(run, outcomes, columns, self.facts.arch, sass)
 
     def _guided_rounds(
         self,

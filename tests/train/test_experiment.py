@@ -18,6 +18,7 @@ from train.cli import main, parse_args
 from train.data import load_dataset
 from train.experiment import ExperimentConfig, UsageError, check_config
 from train.graphs import GraphFeaturizer
+from train.layout import seed_checkpoints
 from train.splits import assign_splits, split_frame
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,6 +59,14 @@ def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, ca
     assert checkpoint["seen"]["families"] == sorted(samples["family"].unique())
     assert checkpoint["seen"]["arches"] == ["interpreter"]
     assert checkpoint["seen"]["schema_version"] == SCHEMA_VERSION
+    # Every evaluation model is kept, where train.layout says, recording its own split.
+    saved = seed_checkpoints(out)
+    assert [(c.model, c.kind, c.seed) for c in saved] == [
+        (m, k, s) for m in ("gnn", "mlp") for k in ("cluster", "family") for s in (0, 1)
+    ]
+    for c in saved:
+        extra = json.loads((c.path / "checkpoint.json").read_text())["extra"]
+        assert (extra["split"], extra["seed"], extra["final"]) == (c.kind, c.seed, False)
     splits = pl.read_parquet(out / "splits.parquet")
     for (kind, seed), chosen in splits.group_by("kind", "seed"):
         # Every run in exactly one partition: no run straddles splits.
@@ -112,7 +121,11 @@ def test_torchrun_two_cpu_processes_train_and_write_one_checkpoint(harvested, tm
         "checkpoint.json",
         "model.safetensors",
     ]
-    assert len(list(out.rglob("model.safetensors"))) == 1
+    # One process writes: the shipped model and seed 0's (the same model) once each.
+    assert sorted(str(p.parent.relative_to(out)) for p in out.rglob("model.safetensors")) == [
+        "checkpoint",
+        "checkpoints/gnn/family/seed-0",
+    ]
     metrics = json.loads((out / "metrics.json").read_text())
     assert {r["model"] for r in metrics["results"]} == {"gnn"}
 
@@ -200,3 +213,17 @@ def test_excluded_families_stay_out_of_the_shipped_model(tmp_path):
     assert seen["families"] == ["fam1", "fam2", "fam3"]
     splits = pl.read_parquet(out / "splits.parquet")
     assert splits.height == 6  # the 2 runs of each of the 3 families left
+
+
+def test_a_rerun_into_the_same_out_keeps_no_model_of_the_earlier_run(tmp_path):
+    """Per-seed models of an earlier command would pass for this one's (a replay would judge
+    them on splits they were not trained on): a rerun replaces them all."""
+    data = write_dataset(str(tmp_path / "data"), n_families=4).root
+    out = tmp_path / "out"
+    argv = ["--data", data, "--out", str(out), "--epochs", "1", "--models", "mlp",
+            "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    assert main([*argv, "--seeds", "2"]) == 0
+    assert [c.seed for c in seed_checkpoints(out)] == [0, 1]
+    assert main([*argv, "--seeds", "1"]) == 0
+    assert [(c.model, c.kind, c.seed) for c in seed_checkpoints(out)] == [("mlp", "family", 0)]
+    assert set(pl.read_parquet(out / "splits.parquet")["seed"]) == {0}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from train.baselines import BASELINES, make_baseline
+from train.baselines.base import Baseline
 from train.clusters import cluster_families, family_op_sets
 from train.data import load_dataset
 from train.features import TabularFeatures
@@ -31,6 +32,41 @@ class CompareConfig:
     test_fraction: float = 0.2
 
 
+@dataclass(frozen=True)
+class FittedBaselines:
+    """Baselines fitted on one split's training rows, as ``python -m train`` fits them."""
+
+    train: pl.DataFrame
+    """The rows they were fitted on (collapsed when asked)."""
+    features: TabularFeatures
+    """The tabular featurizer, fitted on :attr:`train`; transform each frame to judge with it."""
+    models: dict[str, Baseline]
+    """Fitted baselines by name."""
+
+
+def fit_baselines(
+    names: Sequence[str],
+    train: pl.DataFrame,
+    *,
+    seed: int,
+    collapse: bool = False,
+    relative: bool = True,
+) -> FittedBaselines:
+    """Fit each named baseline on the training rows ``train`` (``collapse``: one config per
+    distinct program, :func:`train.tables.collapse_identical`; features fitted there too,
+    ``relative``: with run-relative copies). ``ValueError`` for an unknown name, before any
+    fitting. The one way baselines are fitted: the evaluation and the replay
+    (:mod:`train.replay`) both use it."""
+    for name in names:
+        make_baseline(name)  # refuse an unknown name before any fitting
+    if collapse:
+        train = collapse_identical(train)
+    features = TabularFeatures(relative=relative).fit(train)
+    x_train = features.transform(train)
+    models = {name: make_baseline(name, seed).fit(train, x_train) for name in names}
+    return FittedBaselines(train, features, models)
+
+
 def evaluate_baselines(
     names: Sequence[str],
     frame: pl.DataFrame,
@@ -42,25 +78,21 @@ def evaluate_baselines(
     collapse: bool = False,
     relative: bool = True,
 ) -> list[ModelResult]:
-    """Fit each named baseline on the training runs of ``splits`` (features fitted there too;
-    ``collapse``: one config per distinct program, :func:`train.tables.collapse_identical`)
+    """Fit each named baseline on the training runs of ``splits`` (:func:`fit_baselines`)
     and judge it on each of ``partitions`` (empty ones are skipped; ``train`` is judged on
-    the rows it was fitted on). ``relative``: with run-relative features."""
-    for name in names:
-        make_baseline(name)  # refuse an unknown name before any fitting
-    train = split_frame(frame, splits, "train")
-    if collapse:
-        train = collapse_identical(train)
-    features = TabularFeatures(relative=relative).fit(train)
-    x_train = features.transform(train)
-    held_out = {p: train if p == "train" else split_frame(frame, splits, p) for p in partitions}
+    the rows it was fitted on)."""
+    fitted = fit_baselines(
+        names, split_frame(frame, splits, "train"), seed=seed, collapse=collapse, relative=relative
+    )
+    held_out = {
+        p: fitted.train if p == "train" else split_frame(frame, splits, p) for p in partitions
+    }
     results = []
-    for name in names:
-        model = make_baseline(name, seed).fit(train, x_train)
+    for name, model in fitted.models.items():
         for partition, part in held_out.items():
             if part.is_empty():
                 continue
-            x = features.transform(part)
+            x = fitted.features.transform(part)
             results.append(
                 ModelResult.from_predictions(
                     name,

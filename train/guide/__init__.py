@@ -11,7 +11,14 @@ from __future__ import annotations
 from train.guide.budget import Budget, parse_budget
 from train.guide.improvement import EiSettings
 from train.guide.policies import EiPolicy, LfboPolicy, Policy
-from train.guide.scoring import GuideModel, Scores, load_model, model_name, score_candidates
+from train.guide.scoring import (
+    GuideModel,
+    Scores,
+    arch_refusal,
+    load_model,
+    model_name,
+    score_candidates,
+)
 from train.guide.surrogate import LfboSettings
 
 __all__ = [
@@ -23,6 +30,7 @@ __all__ = [
     "LfboSettings",
     "Policy",
     "Scores",
+    "arch_refusal",
     "load_model",
     "model_name",
     "parse_budget",

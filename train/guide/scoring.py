@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from train.checkpoint import META, WEIGHTS, Checkpoint, load_checkpoint
-from train.predict import rank_configs
+from train.predict import UnseenArchError, rank_configs, resolve_arch
 
 _ROW = "__guide_row"
 """Input position of each candidate, carried through the ranking to restore the order."""
@@ -74,19 +74,48 @@ def load_model(directory: str | Path) -> GuideModel:
     return GuideModel(load_checkpoint(path), model_name(path))
 
 
+def arch_refusal(model: GuideModel | Checkpoint, arch: str) -> str | None:
+    """Why ``model`` refuses to rank configs for ``arch`` (what
+    :func:`train.predict.resolve_arch` refuses, in a line a tuner's warning can quote), or None
+    when it ranks them: lets a tuner fall back once, before compiling anything to rank."""
+    checkpoint = model.checkpoint if isinstance(model, GuideModel) else model
+    try:
+        resolve_arch(checkpoint, pl.DataFrame({"arch": [arch]}), None, allow_unseen_arch=False)
+    except UnseenArchError:
+        seen = ", ".join(checkpoint.seen.get("arches", [])) or "no recorded arch"
+        return f"the model was trained on {seen} only, not on {arch}"
+    return None
+
+
 def score_candidates(
     model: GuideModel | Checkpoint,
     candidates: pl.DataFrame,
     ir_nodes: pl.DataFrame,
     ir_edges: pl.DataFrame,
     ir_graphs: pl.DataFrame | None = None,
+    *,
+    arch: str | None = None,
+    allow_unseen_arch: bool = False,
 ) -> Scores:
     """Score every row of ``candidates`` (samples-table columns, see
-    :func:`train.predict.rank_configs`; rows grouped into runs by ``run_id``) and return the
-    verdict in the candidates' own row order."""
+    :func:`train.predict.rank_configs`; rows grouped into runs by ``run_id``: pass every
+    config of a run together, the run-relative features compare each with the others) and
+    return the verdict in the candidates' own row order.
+
+    ``arch``: the device the configs run on, for rows without an ``arch``. A model refuses an
+    arch it never saw with :class:`train.predict.UnseenArchError` (a ``ValueError``) unless
+    ``allow_unseen_arch``, which ranks with a warning."""
     checkpoint = model.checkpoint if isinstance(model, GuideModel) else model
     framed = candidates.with_row_index(_ROW)
-    ranked = rank_configs(checkpoint, framed, ir_nodes, ir_edges, ir_graphs).sort(_ROW)
+    ranked = rank_configs(
+        checkpoint,
+        framed,
+        ir_nodes,
+        ir_edges,
+        ir_graphs,
+        arch=arch,
+        allow_unseen_arch=allow_unseen_arch,
+    ).sort(_ROW)
     return Scores(
         rank=ranked["rank"].to_numpy().astype(np.int64),
         predicted_ms=ranked["predicted_ms"].to_numpy().astype(np.float64),

@@ -1,14 +1,19 @@
 """``python -m train.replay``: replay tuners on the held-out runs of a trained model.
 
-``--model DIR`` is a checkpoint directory (``checkpoint.json`` + weights) or a ``python -m
-train`` output directory; every checkpoint found there (``DIR``, ``DIR/*``, ``DIR/*/*``) is
-one seed. A checkpoint records its split kind and seed; its held-out runs are the ``test``
-runs of that seed in the ``splits.parquet`` beside it (the checkpoint's directory, its parent
-or grandparent), else of the same split recomputed from ``--data`` with default fractions. A
-checkpoint without a split (a model trained on everything) treats every run of ``--data`` as
-held out, and the report says so.
+``--model DIR`` is a ``python -m train --out`` directory or one checkpoint directory
+(``checkpoint.json`` + weights). In an output directory every evaluation model of one neural
+model on one split kind is a seed (``DIR/checkpoints/<model>/<kind>/seed-N``, see
+:mod:`train.layout`): ``--model-name`` picks the model (default: the one ``DIR/checkpoint``
+ships, else the first of gnn, gnn-plain, mlp there), ``--split`` the kind (default: the first
+kind the training ran). A checkpoint records its split kind and seed; its held-out runs are
+the ``test`` runs of that kind and seed in the output's ``splits.parquet``, else the split is
+redrawn from ``--data`` as ``python -m train`` drew it (fractions, cluster distance and
+families left out, from the checkpoint), and the report says so. A checkpoint without a split
+(the ``--final`` model, trained on everything) treats every run of ``--data`` as held out.
 
-Per seed, the baselines that learn (LightGBM) are fitted on the seed's training runs, and every
+Per seed, the baselines that learn (LightGBM) are fitted on the seed's training runs exactly
+as ``python -m train`` fits them (:func:`train.baselines.compare.fit_baselines`: identical
+programs collapsed and run-relative features as the checkpoint's training had them), and every
 strategy of :mod:`train.replay.strategies` tunes every held-out run with at least two valid
 configs. Nothing runs on a GPU; no benchmark is repeated: the dataset's measurements are the
 ground truth.
@@ -16,7 +21,8 @@ ground truth.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +30,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from train.baselines import make_baseline
-from train.data import read_ir_tables
-from train.features import TabularFeatures
+from train.baselines.compare import fit_baselines
+from train.clusters import DEFAULT_DISTANCE, cluster_families, family_op_sets
+from train.data import load_dataset, read_ir_tables
+from train.experiment import NEURAL
 from train.guide import EiSettings, GuideModel, Scores, load_model, score_candidates
+from train.layout import META, SHIPPED, find_splits_file, seed_checkpoints
 from train.replay.strategies import (
     NEEDS_MODEL,
     STRATEGIES,
@@ -38,7 +46,6 @@ from train.replay.strategies import (
 from train.splits import assign_splits, split_frame
 from train.tables import HARVEST_MODES, load_samples, ranked_runs
 
-SPLITS_FILE = "splits.parquet"
 HELD_OUT = "test"
 """The partition replayed: val runs chose the model's best epoch, so only test runs are unseen."""
 
@@ -50,12 +57,19 @@ class ReplayConfig:
     data: str
     model: str
     out: str | None = None
+    """Default: :func:`default_out`."""
+    model_name: str | None = None
+    """Neural model of a ``python -m train`` output (gnn, gnn-plain, mlp); None: its default."""
+    split: str | None = None
+    """Split kind of a ``python -m train`` output; None: the first kind it ran."""
     strategies: tuple[str, ...] = STRATEGIES
     repeats: int = 3
     """Seeded draws per run of the randomized adaptive tuner (``lfbo``)."""
     harvests: str = "latest"
     threads: int | None = None
     ei_threshold: float = EiSettings().threshold
+    allow_unseen_arch: bool = False
+    """Rank runs of an arch the model never saw (with a warning) instead of refusing."""
 
 
 def check_config(config: ReplayConfig) -> None:
@@ -64,11 +78,7 @@ def check_config(config: ReplayConfig) -> None:
         raise ValueError(f"--data {config.data}: no such dataset directory")
     if not Path(config.model).is_dir():
         raise ValueError(f"--model {config.model}: no such directory")
-    if not checkpoint_dirs(Path(config.model)):
-        raise ValueError(
-            f"--model {config.model}: no checkpoint.json in it or its subdirectories "
-            "(give a python -m train --out directory or its checkpoint/)"
-        )
+    select_checkpoints(Path(config.model), config.model_name, config.split)
     unknown = [s for s in config.strategies if s not in STRATEGIES]
     if unknown:
         raise ValueError(
@@ -82,85 +92,195 @@ def check_config(config: ReplayConfig) -> None:
         raise ValueError(f"--ei-threshold must be in (0, 1), got {config.ei_threshold}")
 
 
-def checkpoint_dirs(root: Path) -> list[Path]:
-    """Directories holding a ``checkpoint.json``: ``root`` itself, else its children and
-    grandchildren (sorted by path)."""
-    if (root / "checkpoint.json").is_file():
-        return [root]
-    return sorted(
-        p.parent
-        for pattern in ("*/checkpoint.json", "*/*/checkpoint.json")
-        for p in root.glob(pattern)
+@dataclass(frozen=True)
+class Selection:
+    """The checkpoints one replay judges: every seed of neural model ``name`` on split kind
+    ``kind`` (None: a model trained without a split)."""
+
+    name: str
+    kind: str | None
+    paths: tuple[Path, ...]
+
+
+def _describe(kind: str | None) -> str:
+    return "no split (every run)" if kind is None else f"the {kind} split"
+
+
+def _single(root: Path, model_name: str | None, split: str | None) -> Selection:
+    meta = json.loads((root / META).read_text())
+    name = str(meta.get("name", "gnn"))
+    kind = meta.get("extra", {}).get("split")
+    if model_name is not None and model_name != name:
+        raise ValueError(f"--model-name {model_name}: the checkpoint {root} is a {name} model")
+    if split is not None and split != kind:
+        raise ValueError(
+            f"--split {split}: the checkpoint {root} was trained on {_describe(kind)}"
+        )
+    return Selection(name, kind, (root,))
+
+
+def _kind_order(root: Path) -> list[str]:
+    """Split kinds in the order ``python -m train`` ran them (its ``splits.parquet``)."""
+    path = root / "splits.parquet"
+    if not path.is_file():
+        return []
+    kinds = pl.read_parquet(path, columns=None)
+    if "kind" not in kinds.columns:
+        return []
+    return [str(k) for k in kinds["kind"].unique(maintain_order=True).to_list()]
+
+
+def _default_name(root: Path, names: Sequence[str]) -> str:
+    shipped = root / SHIPPED / META
+    if shipped.is_file():
+        name = json.loads(shipped.read_text()).get("name")
+        if name in names:
+            return str(name)
+    return sorted(names, key=lambda n: (NEURAL.index(n) if n in NEURAL else len(NEURAL), n))[0]
+
+
+def select_checkpoints(root: Path, model_name: str | None, split: str | None) -> Selection:
+    """The checkpoints under ``--model root`` to replay (see the module docstring); a
+    ``ValueError`` naming what exists when there is none to match the options."""
+    if (root / META).is_file():
+        return _single(root, model_name, split)
+    found = seed_checkpoints(root)
+    if not found:
+        hint = ""
+        if (root / SHIPPED / META).is_file():
+            hint = f"; give --model {root / SHIPPED} to replay the one model there"
+        raise ValueError(
+            f"--model {root}: no checkpoint.json there and no per-seed models in "
+            f"{root}/checkpoints/<model>/<split>/seed-N (python -m train writes them){hint}"
+        )
+    names = sorted({c.model for c in found})
+    if model_name is None:
+        model_name = _default_name(root, names)
+    elif model_name not in names:
+        raise ValueError(
+            f"--model-name {model_name}: {root}/checkpoints has {', '.join(names)}"
+        )
+    mine = [c for c in found if c.model == model_name]
+    present = {c.kind for c in mine}
+    kinds = [k for k in _kind_order(root) if k in present] + sorted(
+        present - set(_kind_order(root))
     )
+    if split is None:
+        split = kinds[0]
+    elif split not in present:
+        raise ValueError(
+            f"--split {split}: {root}/checkpoints/{model_name} has {', '.join(kinds)} only"
+        )
+    return Selection(model_name, split, tuple(c.path for c in mine if c.kind == split))
+
+
+def default_out(root: Path, selection: Selection) -> Path:
+    """Where the report goes without ``--out``: ``CHECKPOINT/replay`` for one checkpoint
+    directory, ``OUT/replay/<model>-<kind>`` for a ``python -m train`` output."""
+    if (root / META).is_file():
+        return root / "replay"
+    return root / "replay" / f"{selection.name}-{selection.kind}"
 
 
 @dataclass(frozen=True)
 class SeedModel:
-    """One checkpoint and the split it was trained on."""
+    """One checkpoint and the split it was trained on (``extra``: its training facts)."""
 
     path: Path
     model: GuideModel
     split: str | None
     seed: int
+    extra: Mapping[str, Any]
 
 
-def seed_models(root: Path) -> list[SeedModel]:
-    """Every checkpoint under ``root``, one per (split, seed): the first in path order wins
-    (``python -m train`` writes seed 0's to ``OUT/checkpoint``, seed N's to
-    ``OUT/checkpoints/seed-N``)."""
-    chosen: dict[tuple[str | None, int], SeedModel] = {}
-    for path in checkpoint_dirs(root):
+def seed_models(selection: Selection) -> list[SeedModel]:
+    """The selected checkpoints loaded, sorted by seed."""
+    models = []
+    for path in selection.paths:
         model = load_model(path)
         extra = model.checkpoint.extra
-        split = extra.get("split")
-        seed = int(extra.get("seed", 0))
-        chosen.setdefault((split, seed), SeedModel(path, model, split, seed))
-    return list(chosen.values())
+        models.append(
+            SeedModel(path, model, extra.get("split"), int(extra.get("seed", 0)), extra)
+        )
+    return sorted(models, key=lambda m: m.seed)
 
 
-def _splits_near(path: Path) -> Path | None:
-    for directory in (path, path.parent, path.parent.parent):
-        if (directory / SPLITS_FILE).is_file():
-            return directory / SPLITS_FILE
-    return None
+def _stored_split(seed_model: SeedModel, samples: pl.DataFrame) -> pl.DataFrame | None:
+    """The seed's split from the ``splits.parquet`` of the output the checkpoint belongs to,
+    when there is one that matches ``samples``."""
+    stored = find_splits_file(seed_model.path)
+    if stored is None:
+        return None
+    table = pl.read_parquet(stored)
+    table = table.filter(pl.col("seed") == seed_model.seed)
+    if "kind" in table.columns:
+        table = table.filter(pl.col("kind") == seed_model.split)
+    if table.is_empty() or samples.join(table, on="run_id", how="semi").is_empty():
+        return None
+    return table.select("run_id", "split")
+
+
+def redraw_split(
+    config: ReplayConfig, samples: pl.DataFrame, seed_model: SeedModel, level: str
+) -> pl.DataFrame:
+    """The seed's split drawn again from ``--data`` as ``python -m train`` drew it: the
+    checkpoint's kind, seed, fractions, families left out and (``cluster``) the clusters of
+    :mod:`train.clusters` at its distance."""
+    extra = seed_model.extra
+    kind = str(seed_model.split)
+    excluded = list(extra.get("excluded_families", []))
+    frame = samples.filter(~pl.col("family").is_in(excluded))
+    groups = None
+    if kind == "cluster":  # op sets come from the encoded graphs
+        loaded = load_dataset(config.data, level=level, harvests=config.harvests)
+        kept = loaded.samples.filter(~pl.col("family").is_in(excluded))
+        distance = float(extra.get("cluster_distance", DEFAULT_DISTANCE))
+        groups = cluster_families(family_op_sets(kept, loaded.graphs), distance)
+    return assign_splits(
+        frame,
+        kind,
+        seed_model.seed,
+        float(extra.get("val_fraction", 0.2)),
+        float(extra.get("test_fraction", 0.2)),
+        groups=groups,
+    )
 
 
 def partitions(
-    samples: pl.DataFrame, seed_model: SeedModel
+    config: ReplayConfig, samples: pl.DataFrame, seed_model: SeedModel, level: str
 ) -> tuple[pl.DataFrame, pl.DataFrame, str | None]:
     """(training rows, held-out rows, a note for the report or None) of one seed."""
     if seed_model.split is None:
+        what = "is the final model" if seed_model.extra.get("final") else "records no split"
         return (
             samples.clear(),
             samples,
-            (
-                f"{seed_model.path.name} records no split (trained on everything?): every run of "
-                "--data counts as held out"
-            ),
+            f"{seed_model.path.name} {what} (trained on everything): every run of --data "
+            "counts as held out, so the model's figures are optimistic",
         )
-    stored = _splits_near(seed_model.path)
-    splits = None
-    if stored is not None:
-        table = pl.read_parquet(stored)
-        if "seed" in table.columns:
-            table = table.filter(pl.col("seed") == seed_model.seed)
-        if table.height and samples.join(table, on="run_id", how="semi").height:
-            splits = table.select("run_id", "split")
+    splits = _stored_split(seed_model, samples)
     note = None
     if splits is None:
-        splits = assign_splits(samples, seed_model.split, seed_model.seed)
+        splits = redraw_split(config, samples, seed_model, level)
         note = (
-            f"seed {seed_model.seed}: no {SPLITS_FILE} matching --data beside the checkpoint; the "
-            f"{seed_model.split} split was recomputed with default fractions"
+            f"seed {seed_model.seed}: no splits.parquet matching --data beside the checkpoint; "
+            f"the {seed_model.split} split was drawn again as python -m train drew it"
         )
     return split_frame(samples, splits, "train"), split_frame(samples, splits, HELD_OUT), note
 
 
 def static_scores(
-    names: Sequence[str], train: pl.DataFrame, held: pl.DataFrame, seed: int
+    names: Sequence[str],
+    train: pl.DataFrame,
+    held: pl.DataFrame,
+    seed: int,
+    *,
+    collapse: bool = True,
+    relative: bool = True,
 ) -> dict[str, np.ndarray]:
     """Scores (lower = predicted faster) of the analytic rule and LightGBM on ``held``, fitted
-    on ``train`` as ``python -m train`` fits them (LightGBM is left out without training runs)."""
+    on ``train`` by :func:`train.baselines.compare.fit_baselines` (``collapse``/``relative``:
+    as the model's training had them). LightGBM is left out without training runs."""
     wanted = [
         n
         for n in ("analytic", "tabular")
@@ -170,13 +290,17 @@ def static_scores(
         return {}
     # The analytic rule learns nothing; without training runs its features are fitted on the
     # held-out rows, which holds no label.
-    features = TabularFeatures().fit(held if train.is_empty() else train)
-    x_train, x_held = features.transform(train), features.transform(held)
+    fitted = fit_baselines(
+        wanted,
+        held if train.is_empty() else train,
+        seed=seed,
+        collapse=collapse and not train.is_empty(),
+        relative=relative,
+    )
+    x_held = fitted.features.transform(held)
     return {
-        name: np.asarray(
-            make_baseline(name, seed).fit(train, x_train).predict(held, x_held), dtype=np.float64
-        )
-        for name in wanted
+        name: np.asarray(model.predict(held, x_held), dtype=np.float64)
+        for name, model in fitted.models.items()
     }
 
 
@@ -187,15 +311,25 @@ def replay_seed(
     ir_tables: tuple[pl.DataFrame, pl.DataFrame],
 ) -> tuple[list[RunOutcome], str | None]:
     """Every strategy on every replayable held-out run of one seed."""
-    train, held, note = partitions(samples, seed_model)
+    train, held, note = partitions(config, samples, seed_model, seed_model.model.level)
     held = held.filter(pl.col("run_id").is_in(ranked_runs(held))).sort("run_id", "config_id")
     if held.is_empty():
         return [], f"seed {seed_model.seed}: no held-out run with two valid configs"
-    scores = static_scores(config.strategies, train, held, seed_model.seed)
+    scores = static_scores(
+        config.strategies,
+        train,
+        held,
+        seed_model.seed,
+        collapse=bool(seed_model.extra.get("collapse_identical", True)),
+        relative=bool(seed_model.extra.get("run_relative_features", True)),
+    )
     strategies = [s for s in config.strategies if s != "tabular" or "tabular" in scores]
     model = None
     if NEEDS_MODEL & set(config.strategies):
-        model = score_candidates(seed_model.model, held, *ir_tables)
+        # Every config of a held-out run is ranked together (run-relative features need them).
+        model = score_candidates(
+            seed_model.model, held, *ir_tables, allow_unseen_arch=config.allow_unseen_arch
+        )
     ei = EiSettings(threshold=config.ei_threshold)
     outcomes = []
     bounds = (
@@ -229,13 +363,14 @@ def run_replay(
         import torch
 
         torch.set_num_threads(config.threads)
-    models = seed_models(Path(config.model))
+    selection = select_checkpoints(Path(config.model), config.model_name, config.split)
+    models = seed_models(selection)
     level = models[0].model.level
     samples = load_samples(config.data, level=level, harvests=config.harvests)
     ir_tables = read_ir_tables(config.data, level)
     outcomes: list[RunOutcome] = []
     notes = []
-    for seed_model in sorted(models, key=lambda m: m.seed):
+    for seed_model in models:
         mine, note = replay_seed(config, samples, seed_model, ir_tables)
         outcomes += mine
         if note:
@@ -245,9 +380,10 @@ def run_replay(
     runs = {(o.seed, o.run_id): o.n_configs for o in outcomes}
     meta = {
         "data": config.data,
-        "model": ", ".join(m.model.name for m in models),
-        "split": ", ".join(sorted({str(m.split) for m in models})),
-        "seeds": sorted(m.seed for m in models),
+        "model": selection.name,
+        "checkpoints": [m.model.name for m in models],
+        "split": selection.kind or "none (every run held out)",
+        "seeds": [m.seed for m in models],
         "runs": len(runs),
         "configs": int(sum(runs.values())),
         "repeats": config.repeats,

@@ -6,11 +6,18 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from schemas import DatasetError
 from schemas.argtypes import number, positive_int
-from train.replay.app import ReplayConfig, check_config, run_replay
+from train.replay.app import (
+    ReplayConfig,
+    check_config,
+    default_out,
+    run_replay,
+    select_checkpoints,
+)
 from train.replay.report import write_outputs
 from train.replay.strategies import STRATEGIES
 from train.tables import HARVEST_MODES
@@ -22,8 +29,9 @@ DESCRIPTION = (
     "without and with the model as prior, and --budget auto's expected-improvement policy -- "
     "and the report gives the configs each needs to get within 5%/2%/0% of the run's best and "
     "its regret at 1/5/10/20% of the configs, per strategy and per family, with 95% intervals "
-    "over seeds (one checkpoint per seed). Writes replay.md, replay.json, runs.parquet and "
-    "regret.png to --out."
+    "over seeds (one checkpoint per seed: python -m train saves every seed's model of every "
+    "split kind; pick one with --model-name and --split). Writes replay.md, replay.json, "
+    "runs.parquet and regret.png to --out."
 )
 
 
@@ -34,10 +42,23 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     parser.add_argument(
         "--model",
         required=True,
-        help="python -m train --out directory (every checkpoint in it is a seed) or a checkpoint",
+        help="python -m train --out directory (its per-seed models of one neural model and split "
+        "kind are the seeds) or one checkpoint directory",
     )
     parser.add_argument(
-        "--out", help="write the report, tables and plot here (default: MODEL/replay)"
+        "--model-name",
+        help="neural model of a python -m train output: gnn, gnn-plain or mlp (default: the one "
+        "its checkpoint/ ships, else the first it trained)",
+    )
+    parser.add_argument(
+        "--split",
+        help="split kind of a python -m train output: family, cluster, ... (default: the first "
+        "kind it ran)",
+    )
+    parser.add_argument(
+        "--out",
+        help="write the report, tables and plot here (default: MODEL/replay/NAME-SPLIT for a "
+        "python -m train output, CHECKPOINT/replay for one checkpoint)",
     )
     parser.add_argument(
         "--strategies",
@@ -62,28 +83,45 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     parser.add_argument(
         "--threads", type=positive_int, default=None, help="torch intra-op threads (default: torch's)"
     )
+    parser.add_argument(
+        "--allow-unseen-arch",
+        action="store_true",
+        help="replay runs of an arch the model never saw (with a warning) instead of refusing",
+    )
     args = parser.parse_args(argv)
     strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
     config = ReplayConfig(
         data=args.data,
         model=args.model,
-        out=args.out or str(Path(args.model) / "replay"),
+        out=args.out,
+        model_name=args.model_name,
+        split=args.split,
         strategies=strategies,
         repeats=args.repeats,
         harvests=args.harvests,
         threads=args.threads,
         ei_threshold=args.ei_threshold,
+        allow_unseen_arch=args.allow_unseen_arch,
     )
     try:
         check_config(config)
     except ValueError as exc:
         parser.error(str(exc))
+    if config.out is None:
+        selection = select_checkpoints(Path(config.model), config.model_name, config.split)
+        config = replace(config, out=str(default_out(Path(config.model), selection)))
     return config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the replay, write its outputs, print the report. Returns the exit code."""
     config = parse_args(argv)
+    selection = select_checkpoints(Path(config.model), config.model_name, config.split)
+    print(
+        f"replaying {selection.name} on {'the ' + selection.kind if selection.kind else 'no'} "
+        f"split: {len(selection.paths)} checkpoint(s) under {config.model}",
+        file=sys.stderr,
+    )
     try:
         outcomes, meta = run_replay(
             config,

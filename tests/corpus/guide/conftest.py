@@ -28,3 +28,18 @@ def guide_model(demo_dataset: Path, tmp_path_factory: pytest.TempPathFactory) ->
     finally:
         torch.set_num_threads(threads)
     return root / "out" / "checkpoint"
+
+
+@pytest.fixture(scope="session")
+def foreign_model(guide_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``guide_model`` as if trained on an sm_90 GPU only (its ``seen`` arches): a model that
+    refuses to rank for this machine's device, the interpreter."""
+    import json
+    import shutil
+
+    model = tmp_path_factory.mktemp("foreign-model") / "checkpoint"
+    shutil.copytree(guide_model, model)
+    meta = json.loads((model / "checkpoint.json").read_text())
+    meta["seen"]["arches"] = ["sm_90"]
+    (model / "checkpoint.json").write_text(json.dumps(meta))
+    return model

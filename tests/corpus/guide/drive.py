@@ -2,7 +2,8 @@
 own: Triton's interpreter must be selected before Triton is imported, which the pytest process
 did long before (see tests/corpus/record/drive.py).
 
-``python -m tests.corpus.guide.drive OUT_DIR MODEL_DIR`` (from the repository root, with
+``python -m tests.corpus.guide.drive OUT_DIR MODEL_DIR FOREIGN_MODEL_DIR`` (the last: a model
+that never saw the interpreter; from the repository root, with
 TRITON_INTERPRET=1) runs the scenarios and writes ``OUT_DIR/report.json``; the tests assert on
 it. Nothing here imports Triton at module level: the compile worker is a ``spawn`` process,
 which re-imports this main module first.
@@ -69,15 +70,17 @@ def guided(model: str) -> dict[str, Any]:
     }
 
 
-def fallback(model: str) -> dict[str, Any]:
-    """A target nothing compiles for: every config benchmarked, one warning over two keys."""
+def untuned(model: str, target: str | None = None) -> dict[str, Any]:
+    """A model that cannot rank (``target``: one nothing compiles for; None: the device's,
+    which a model that never saw this arch refuses): every config benchmarked, one warning over
+    two keys, and the compiles spent ranking."""
     import triton
 
     from corpus.guide import prune_configs
     from corpus.guide.bench import cpu_bench
     from tests.corpus.guide.kernels import scale_kernel
 
-    prune = prune_configs(model, top_k=2, target="sm_20")
+    prune = prune_configs(model, top_k=2, target=target)
     tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
         scale_kernel
     )
@@ -87,6 +90,7 @@ def fallback(model: str) -> dict[str, Any]:
     return {
         "correct": correct,
         "benchmarked": len(tuned.configs_timings),
+        "compiles": prune["early_config_prune"].compiles,
         "warnings": [str(w.message) for w in caught if "corpus.guide" in str(w.message)],
     }
 
@@ -108,15 +112,16 @@ def recorded(model: str, out: Path) -> dict[str, Any]:
     return {"correct": correct, "out": str(out)}
 
 
-def main(out: Path, model: str) -> None:
+def main(out: Path, model: str, foreign_model: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report = {
         "guided": guided(model),
-        "fallback": fallback(model),
+        "fallback": untuned(model, target="sm_20"),
+        "unseen_arch": untuned(foreign_model),
         "recorded": recorded(model, out / "recorded"),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2])
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3])

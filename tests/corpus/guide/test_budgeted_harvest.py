@@ -1,11 +1,13 @@
 """The budgeted harvest (python -m corpus.harvest --rank-with MODEL --budget K|P%|auto),
 in-process with real compile and benchmark workers on the interpreter: K + 1 measured rows per
-run and the rest skipped naming the model; the same budget again does nothing; a rerun
-without budget measures the rest, and no config is measured twice."""
+run and the rest skipped naming the model; the model reads every input it was trained with; the
+same budget again does nothing; a rerun without budget measures the rest, and no config is
+measured twice; a model that never saw the device's arch guides nothing, with one warning."""
 
 from __future__ import annotations
 
 import io
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.settings import read_settings
 from schemas import read_table
+from train.predict import MissingInputsWarning
 
 BASE = {"families": ("softmax",), "dtypes": ("float32",), "max_configs": 4, "workers": 1, "flush_every_s": 0.0}
 
@@ -35,7 +38,12 @@ def rows(out: Path, harvests: str = "latest") -> pl.DataFrame:
 
 def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "dataset"
-    printed = harvest(out, rank_with=str(guide_model), budget="1")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        printed = harvest(out, rank_with=str(guide_model), budget="1")
+    # The candidates carry every input the model was trained with (SASS statistics included,
+    # which the harvest disassembles in batches after compiling).
+    assert not [w for w in caught if issubclass(w.category, MissingInputsWarning)]
     first = rows(out)
     assert first["run_id"].n_unique() == 3
     for run_id, group in first.group_by("run_id"):
@@ -66,6 +74,19 @@ def test_auto_budget_benchmarks_the_models_best_and_the_default(guide_model: Pat
         measured = group.filter(pl.col("status") == "ok")
         assert 2 <= measured.height <= 4 and measured["is_default"].any()
     assert all("auto: model checkpoint@" in e for e in found.filter(pl.col("status") == "skipped")["error"])
+
+
+def test_a_model_that_never_saw_the_device_guides_nothing_with_one_warning(
+    foreign_model: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "foreign"
+    console = Console(file=io.StringIO(), width=200)
+    options = {**BASE, "max_configs": 2}
+    run_harvest(HarvestConfig(out=str(out), rank_with=str(foreign_model), budget="1", **options), read_settings(), console)
+    printed = console.file.getvalue().replace("\n", " ")
+    assert printed.count("cannot rank for this device") == 1
+    assert "trained on sm_90 only, not on interpreter" in printed
+    assert set(rows(out)["status"]) == {"ok"}  # every config benchmarked, as without --budget
 
 
 @pytest.mark.parametrize(

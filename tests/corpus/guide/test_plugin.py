@@ -1,7 +1,8 @@
 """The Triton plug-in (corpus.guide.prune_configs) on Triton's interpreter, in a process of its
 own (tests/corpus/guide/drive.py): Triton benchmarks exactly top_k configs of a real autotuned
 kernel and keeps a valid one; a key seen before costs no compile; a model that cannot rank
-(nothing compiles for the target) falls back to every config with one warning; inside
+(nothing compiles for the target, or it never saw the device's arch) falls back to every config
+with one warning; inside
 corpus.record the pruned configs are skipped rows naming the model."""
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def report(guide_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def report(guide_model: Path, foreign_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("guide-drive")
     env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "TRITON_INTERPRET": "1",
            "PYTHONPATH": str(REPO)}  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "tests.corpus.guide.drive", str(out), str(guide_model)],
+        [sys.executable, "-W", "ignore", "-m", "tests.corpus.guide.drive", str(out), str(guide_model),
+         str(foreign_model)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
@@ -54,6 +56,14 @@ def test_a_model_that_cannot_rank_falls_back_to_every_config_with_one_warning(re
     assert fallback["benchmarked"] == 6 and fallback["correct"]
     assert len(fallback["warnings"]) == 1  # two keys, one warning
     assert "cannot rank" in fallback["warnings"][0] and "sm_20" in fallback["warnings"][0]
+
+
+def test_a_model_that_never_saw_the_device_falls_back_before_compiling(report: dict) -> None:
+    unseen = report["unseen_arch"]
+    assert unseen["benchmarked"] == 6 and unseen["correct"]
+    assert unseen["compiles"] == 0  # refused before compiling a config to rank
+    assert len(unseen["warnings"]) == 1  # two keys, one warning
+    assert "trained on sm_90 only, not on interpreter" in unseen["warnings"][0]
 
 
 def test_recorded_workloads_say_which_model_pruned_a_config(report: dict, guide_model: Path) -> None:

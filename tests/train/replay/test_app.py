@@ -1,6 +1,7 @@
-"""``python -m train.replay`` end to end on a tiny real harvest and a 2-seed model: every
-strategy on every held-out run of both seeds, the held-out runs are the test runs of the
-model's own split, outputs written, bad options refused with one line."""
+"""``python -m train.replay`` end to end on a tiny real harvest and a 2-seed model trained on
+two split kinds: every strategy on every held-out run of both seeds, the held-out runs are the
+test runs of each checkpoint's own split kind and seed (from splits.parquet, or drawn again the
+same way without it), outputs written, bad options refused with one line naming what exists."""
 
 from __future__ import annotations
 
@@ -23,9 +24,15 @@ from train.tables import load_samples, ranked_runs
 def trained(harvested: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("replay-model")
     argv = ["--data", harvested, "--out", str(out), "--epochs", "2", "--seeds", "2",
-            "--models", "gnn", "--cache-dir", str(out / "cache")]  # fmt: skip
+            "--split", "family,cluster", "--models", "gnn", "--cache-dir", str(out / "cache")]  # fmt: skip
     assert train_main(argv) == 0
     return out
+
+
+def _test_runs(trained: Path, kind: str, seed: int) -> set[str]:
+    splits = pl.read_parquet(trained / "splits.parquet")
+    chosen = splits.filter((pl.col("kind") == kind) & (pl.col("seed") == seed) & (pl.col("split") == "test"))
+    return set(chosen["run_id"])
 
 
 def test_replay_writes_every_strategy_for_every_seed(harvested, trained, tmp_path, capsys):
@@ -34,13 +41,12 @@ def test_replay_writes_every_strategy_for_every_seed(harvested, trained, tmp_pat
     printed = capsys.readouterr().out
     for name in STRATEGIES:
         assert f"| {name} |" in printed
+    assert "model `gnn`, split `family`" in printed  # the defaults: the shipped model, the first kind
     runs = pl.read_parquet(out / "runs.parquet")
-    assert sorted(runs["seed"].unique()) == [0, 1]  # checkpoint/ and checkpoints/seed-1/
-    splits = pl.read_parquet(trained / "splits.parquet")
+    assert sorted(runs["seed"].unique()) == [0, 1]  # checkpoints/gnn/family/seed-0 and seed-1
     for seed in (0, 1):
-        test = set(splits.filter((pl.col("seed") == seed) & (pl.col("split") == "test"))["run_id"])
         replayed = set(runs.filter(pl.col("seed") == seed)["run_id"])
-        assert replayed and replayed <= test  # held-out runs only
+        assert replayed and replayed <= _test_runs(trained, "family", seed)  # held-out runs only
         counts = runs.filter(pl.col("seed") == seed).group_by("strategy").len()
         assert counts["len"].n_unique() == 1  # every strategy on every run
     regret = runs.select([f"regret_at_{f:g}" for f in FRACTIONS]).to_numpy()
@@ -53,16 +59,58 @@ def test_replay_writes_every_strategy_for_every_seed(harvested, trained, tmp_pat
     assert (out / "regret.png").stat().st_size > 0
 
 
+def test_each_split_kind_replays_its_own_checkpoints_and_held_out_runs(harvested, trained, capsys):
+    strategies = ["--strategies", "random,model"]
+    assert main(["--data", harvested, "--model", str(trained), "--split", "cluster", *strategies]) == 0
+    assert "split `cluster`" in capsys.readouterr().out
+    runs = pl.read_parquet(trained / "replay" / "gnn-cluster" / "runs.parquet")  # the default --out
+    for seed in (0, 1):
+        replayed = set(runs.filter(pl.col("seed") == seed)["run_id"])
+        assert replayed == _test_runs(trained, "cluster", seed) & set(ranked_runs(load_samples(harvested)))
+
+
+@pytest.mark.parametrize("kind", ["family", "cluster"])
+def test_a_checkpoint_without_its_splits_file_redraws_the_same_split(harvested, trained, tmp_path, kind, capsys):
+    """A seed's checkpoint copied away from its output (no splits.parquet above it) replays
+    the same held-out runs: the split is drawn again as python -m train drew it (the cluster
+    split from the dataset's graphs at the recorded distance)."""
+    model = tmp_path / "seed-1"
+    shutil.copytree(trained / "checkpoints" / "gnn" / kind / "seed-1", model)
+    out = tmp_path / "replay"
+    argv = ["--data", harvested, "--model", str(model), "--out", str(out), "--strategies", "random"]
+    assert main(argv) == 0
+    assert "drawn again" in capsys.readouterr().out
+    runs = pl.read_parquet(out / "runs.parquet")
+    expected = _test_runs(trained, kind, 1) & set(ranked_runs(load_samples(harvested)))
+    assert set(runs["run_id"]) == expected and set(runs["seed"]) == {1}
+
+
 def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, capsys):
     for argv, message in (
         (["--model", str(tmp_path)], "no checkpoint.json"),
         (["--model", str(trained), "--strategies", "random,psychic"], "unknown psychic"),
         (["--model", str(trained), "--repeats", "0"], "--repeats: expected an integer >= 1"),
+        (["--model", str(trained), "--split", "shape"], "gnn has family, cluster only"),
+        (["--model", str(trained), "--model-name", "mlp"], "checkpoints has gnn"),
+        (["--model", str(trained / "checkpoint"), "--split", "cluster"], "trained on the family split"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["--data", harvested, *argv])
         assert exit_.value.code == 2
-        assert message in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
+
+
+def test_a_model_refuses_runs_of_an_arch_it_never_saw(harvested, trained, tmp_path, capsys):
+    model = tmp_path / "sm90"
+    shutil.copytree(trained / "checkpoint", model)
+    meta = json.loads((model / "checkpoint.json").read_text())
+    meta["seen"]["arches"] = ["sm_90"]
+    (model / "checkpoint.json").write_text(json.dumps(meta))
+    argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "model"]
+    assert main(argv) == 2
+    assert "trained on sm_90 only" in capsys.readouterr().err
+    assert main([*argv, "--allow-unseen-arch"]) == 0
 
 
 def test_a_model_without_a_split_replays_every_run_without_lightgbm(harvested, trained, tmp_path, capsys):

@@ -1,0 +1,71 @@
+"""Where ``python -m train`` puts its models in ``--out``, and how other code finds them.
+
+::
+
+    OUT/checkpoint/                          the model to ship: the --final model, else the
+                                             first split kind's seed-0 model of the first
+                                             neural model asked for
+    OUT/checkpoints/<model>/<kind>/seed-<N>/ every evaluation model: neural model <model>
+                                             (gnn, gnn-plain, mlp) trained on seed N's split
+                                             of kind <kind> (family, cluster, ...)
+    OUT/splits.parquet                       kind, seed, run_id, split of every evaluation split
+
+Every evaluation model is kept so that a replay (:mod:`train.replay`) or a paired comparison
+can judge each seed's model on the runs its own split held out. ``checkpoint.json``'s
+``extra`` records the same facts (``split``: the kind, ``seed``), so a checkpoint directory
+copied elsewhere still says which split it belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SHIPPED = "checkpoint"
+CHECKPOINTS = "checkpoints"
+SPLITS_FILE = "splits.parquet"
+META = "checkpoint.json"
+_SEED = "seed-"
+
+
+def seed_checkpoint_dir(out: str | Path, model: str, kind: str, seed: int) -> Path:
+    """``OUT/checkpoints/<model>/<kind>/seed-<seed>``: where the evaluation model of ``model``
+    on seed ``seed``'s ``kind`` split is saved."""
+    return Path(out) / CHECKPOINTS / model / kind / f"{_SEED}{seed}"
+
+
+@dataclass(frozen=True)
+class SeedCheckpoint:
+    """One saved evaluation model: its directory, neural model name, split kind and seed."""
+
+    path: Path
+    model: str
+    kind: str
+    seed: int
+
+
+def seed_checkpoints(out: str | Path) -> list[SeedCheckpoint]:
+    """Every evaluation checkpoint under ``OUT/checkpoints`` (a directory holding
+    ``checkpoint.json``), sorted by model, kind and seed; empty when there is none."""
+    root = Path(out) / CHECKPOINTS
+    found = []
+    for meta in root.glob(f"*/*/{_SEED}*/{META}"):
+        seed_dir = meta.parent
+        number = seed_dir.name.removeprefix(_SEED)
+        if not number.isdigit():
+            continue
+        found.append(
+            SeedCheckpoint(seed_dir, seed_dir.parent.parent.name, seed_dir.parent.name, int(number))
+        )
+    return sorted(found, key=lambda c: (c.model, c.kind, c.seed))
+
+
+def find_splits_file(checkpoint_dir: str | Path, levels: int = 4) -> Path | None:
+    """The ``splits.parquet`` of the ``python -m train`` output a checkpoint directory belongs
+    to: in the directory itself or up to ``levels`` parents (``OUT/checkpoint`` is one level
+    below it, ``OUT/checkpoints/<model>/<kind>/seed-N`` four); None when there is none."""
+    directory = Path(checkpoint_dir).resolve()
+    for candidate in [directory, *directory.parents][: levels + 1]:
+        if (candidate / SPLITS_FILE).is_file():
+            return candidate / SPLITS_FILE
+    return None
