@@ -22,8 +22,8 @@ MEANINGS = (
     ("rank", "the order to try the configs in (1 first), by the model's ranking score"),
     (
         "predicted ms",
-        "the model's separate latency head: for configs it finds nearly equal it can disagree "
-        "with the order (the ranking score is what the model was trained to order)",
+        "the model's separate latency head, a rough absolute estimate: it can disagree with "
+        "the order, trust rank (the ranking score is what the model was trained to order)",
     ),
     ("p runs", "predicted probability that the config runs; below 0.5 it ranks after the others"),
     ("measured ms", "the dataset's measured median latency (a config that failed: failed)"),
