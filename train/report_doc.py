@@ -466,9 +466,26 @@ def report_legend(grids: Iterable[Grid]) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+def _with_arches(payload: Mapping[str, Any], directory: str | None) -> Mapping[str, Any]:
+    """``payload`` with ``meta.arches`` taken from the checkpoint beside it when the meta does
+    not say them (the arch tells interpreter timings from GPU ones)."""
+    meta = payload.get("meta", {})
+    path = os.path.join(directory or "", "checkpoint", "checkpoint.json")
+    if meta.get("arches") or directory is None or not os.path.isfile(path):
+        return payload
+    try:
+        with open(path, encoding="utf-8") as handle:
+            arches = json.load(handle).get("seen", {}).get("arches")
+    except (OSError, ValueError):  # not this report's business: the facts just lack the arch
+        return payload
+    return {**payload, "meta": {**meta, "arches": arches}} if arches else payload
+
+
 def build_report(payload: Mapping[str, Any], out_dir: str | os.PathLike[str] | None = None) -> ReportDoc:
     """The report of one metrics.json payload; ``out_dir``: where its files are (the images
     and files listed are those present there)."""
+    directory = None if out_dir is None else os.fspath(out_dir)
+    payload = _with_arches(payload, directory)
     grids: list[Grid] = []
     summary = payload.get("summary", {})
     for kind in split_kinds(payload):
@@ -478,7 +495,6 @@ def build_report(payload: Mapping[str, Any], out_dir: str | os.PathLike[str] | N
             pairs = paired_grid(payload, kind, partition)
             if pairs is not None:
                 grids.append(pairs)
-    directory = None if out_dir is None else os.fspath(out_dir)
     present = set(os.listdir(directory)) if directory and os.path.isdir(directory) else set()
     first = next(iter(split_kinds(payload)), None)
     plots_of = ""

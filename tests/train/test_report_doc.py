@@ -88,3 +88,12 @@ def test_report_md_links_its_plots_relative(tmp_path):
     assert "[metrics.json](metrics.json)" in report
     assert "### val runs" in report and "### test runs" in report
     assert not any(line != line.rstrip() for line in report.splitlines())
+
+
+def test_interpreter_timings_are_said_from_the_checkpoints_arches(tmp_path):
+    payload = report_payload(_results(kinds=("family",)), {"data": "x"})
+    assert "interpreter" not in to_markdown(build_report(payload, tmp_path))
+    (tmp_path / "checkpoint").mkdir()
+    (tmp_path / "checkpoint" / "checkpoint.json").write_text('{"seen": {"arches": ["interpreter"]}}')
+    markdown = to_markdown(build_report(payload, tmp_path))
+    assert "arch interpreter" in markdown and "CPU times of Triton's interpreter" in markdown
