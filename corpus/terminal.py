@@ -1,5 +1,6 @@
-"""Terminal output shared by the corpus commands: tables that fit the console and lines that
-end without trailing blanks (rich pads every cell, and a centred title, to the table's width)."""
+"""Terminal output shared by the corpus commands: listings for consoles too narrow for a
+table; the generic helpers (tables that fit the console, lines without trailing blanks) live in
+:mod:`schemas.console`, shared with ``train``, and are re-exported here."""
 
 from __future__ import annotations
 
@@ -8,59 +9,26 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, RenderableType
-from rich.segment import Segment, Segments
-from rich.table import Table
 from rich.text import Text
 
-UNBOUNDED = 100_000
-"""A width no line reaches: what a renderable's natural (unfolded) width is measured against."""
+from schemas.console import UNBOUNDED, fits, key_values, natural_width, print_trimmed
 
-
-def natural_width(console: Console, renderable: RenderableType) -> int:
-    """Columns ``renderable`` takes when nothing in it folds (``console.measure`` alone is
-    capped at the console's width)."""
-    return console.measure(renderable, options=console.options.update(max_width=UNBOUNDED)).maximum
-
-
-def fits(console: Console, renderable: RenderableType) -> bool:
-    """Whether ``renderable`` fits the console's width without folding any cell."""
-    return natural_width(console, renderable) <= console.width
-
-
-def key_values(rows: Iterable[tuple[str, RenderableType]]) -> Table:
-    """A two-column listing, ``key  value``, whose values fold at their spaces with a hanging
-    indent (under the value, not under the key) when the console is narrow."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")
-    for key, value in rows:
-        grid.add_row(key, value)
-    return grid
+__all__ = [
+    "UNBOUNDED",
+    "ListingRow",
+    "fits",
+    "grouped_listing",
+    "key_values",
+    "natural_width",
+    "plural",
+    "print_table_or_listing",
+    "print_trimmed",
+]
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """``1 run``, ``12 runs``, ``0 runs``."""
     return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
-
-
-def _rstrip(line: list[Segment]) -> list[Segment]:
-    """``line`` without its trailing blanks (styles of what remains are kept)."""
-    segments = list(line)
-    while segments and (segments[-1].control is None and not segments[-1].text.strip()):
-        segments.pop()
-    if segments and segments[-1].control is None:
-        last = segments[-1]
-        segments[-1] = Segment(last.text.rstrip(), last.style)
-    return segments
-
-
-def print_trimmed(console: Console, renderable: RenderableType) -> None:
-    """Print ``renderable`` laid out for the console's width, each line right-trimmed."""
-    segments: list[Segment] = []
-    for line in console.render_lines(renderable, console.options, pad=False):
-        segments.extend(_rstrip(line))
-        segments.append(Segment.line())
-    console.print(Segments(segments), end="", soft_wrap=True)
 
 
 def print_table_or_listing(

@@ -28,11 +28,13 @@ COMMANDS = [
     ("extract", ["compile"]),
     ("extract.bench", []),
     ("corpus.guide.bench", []),
+    ("train", []),
+    ("train.predict", []),
+    ("train.bench", []),
+    ("train.baselines", []),
+    ("train.compare", []),
     ("train.replay", []),
 ]
-TRAIN_COMMANDS = [("train", []), ("train.predict", []), ("train.bench", []), ("train.baselines", [])]
-"""train's help texts are the costmodel branch's (issue 19 item 8): checked, expected to fail
-until that lands."""
 
 RST = re.compile(r"``|:(func|class|mod|meth|attr|data|exc|obj|ref|doc):`")
 VALUELESS = (
@@ -104,9 +106,3 @@ def test_help_explains_every_option_and_its_default(module, argv, monkeypatch):
     parser = parser_of(module, argv, monkeypatch)
     problems = [p for name, sub in walk(parser, " ".join([module, *argv])) for p in problems_of(sub, name)]
     assert not problems, "\n".join(problems)
-
-
-@pytest.mark.xfail(reason="train's help texts: the costmodel branch (issue 19 item 8)", strict=False)
-@pytest.mark.parametrize(("module", "argv"), TRAIN_COMMANDS, ids=[m for m, _ in TRAIN_COMMANDS])
-def test_train_help_explains_every_option_and_its_default(module, argv, monkeypatch):
-    test_help_explains_every_option_and_its_default(module, argv, monkeypatch)

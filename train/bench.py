@@ -39,7 +39,9 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from schemas import DatasetError
 from schemas.argtypes import positive_int
+from schemas.console import print_error
 from train.data import GraphSamples, LoadedDataset, load_dataset
 from train.experiment import NEURAL_MODES
 from train.features import TabularFeatures
@@ -298,22 +300,41 @@ def _counts(text: str) -> tuple[int, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m train.bench",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description="How fast data gets to the model, and how training time scales with the "
+        "dataset's size and torch's thread count.",
     )
     parser.add_argument(
         "--data", default="demo-dataset", help="dataset directory (default: demo-dataset)"
     )
-    parser.add_argument("--level", choices=("ttgir", "ttir"), default="ttgir")
-    parser.add_argument("--model", choices=tuple(NEURAL_MODES), default="gnn")
+    parser.add_argument(
+        "--level",
+        choices=("ttgir", "ttir"),
+        default="ttgir",
+        help="IR level of the graphs (default ttgir)",
+    )
+    parser.add_argument(
+        "--model",
+        choices=tuple(NEURAL_MODES),
+        default="gnn",
+        help="the neural model whose training step is timed (default gnn)",
+    )
     parser.add_argument(
         "--sizes",
         type=_counts,
         default=DEFAULT_SIZES,
         help="dataset sizes in configs, comma-separated (default 500,1000,2000)",
     )
-    parser.add_argument("--runs-per-batch", type=positive_int, default=8)
     parser.add_argument(
-        "--passes", type=positive_int, default=3, help="epochs per measurement (median taken)"
+        "--runs-per-batch",
+        type=positive_int,
+        default=8,
+        help="runs per training batch (default 8)",
+    )
+    parser.add_argument(
+        "--passes",
+        type=positive_int,
+        default=3,
+        help="epochs per measurement, the median taken (default 3)",
     )
     parser.add_argument(
         "--threads",
@@ -334,8 +355,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         result = run_bench(config)
-    except FileNotFoundError as exc:
-        parser.error(str(exc))
+    except (FileNotFoundError, DatasetError) as exc:  # bad input: one line, no traceback
+        print_error(Console(stderr=True), str(exc))
+        return 2
     render(result, config, Console())
     return 0 if result.ratio >= REQUIRED_RATIO and result.growth <= LINEAR_TOLERANCE else 1
 

@@ -1,10 +1,10 @@
-"""Command line of ``python -m train``: argument parsing, progress display, report table."""
+"""Command line of ``python -m train``: argument parsing, progress display, the report printed
+for the terminal (:mod:`train.report_doc`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from schemas import DatasetError
 from schemas.argtypes import non_empty_csv, number, positive_float, positive_int
+from schemas.console import print_error
 from train.clusters import DEFAULT_DISTANCE
 from train.experiment import (
     DEFAULT_MODELS,
@@ -31,6 +32,7 @@ from train.experiment import (
 )
 from train.fit import TrainConfig
 from train.losses import RANKING_LOSSES, LossWeights
+from train.report_doc import build_report, print_report
 from train.settings import distributed_world
 from train.splits import SPLIT_KINDS
 
@@ -66,14 +68,18 @@ def _models(text: str) -> tuple[str, ...]:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every numeric option range-checked at parse time)."""
     parser = argparse.ArgumentParser(prog="python -m train", description=DESCRIPTION)
-    parser.add_argument("--data", required=True, help="dataset directory or fsspec URL")
+    parser.add_argument("--data", required=True, help="dataset directory or fsspec URL (required)")
     parser.add_argument(
         "--out",
         required=True,
         help="output directory (checkpoint, metrics, report); probed for writing first",
     )
     parser.add_argument(
-        "--epochs", type=positive_int, default=40, help="maximum epochs per seed (default 40)"
+        "--epochs",
+        type=positive_int,
+        default=40,
+        help="maximum epochs per model and seed; training stops earlier when the validation "
+        "runs' tau stops improving (default 40)",
     )
     parser.add_argument(
         "--split",
@@ -83,7 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(default family; cluster: families grouped by IR op-set similarity, the honest "
         "unseen-kernel split)",
     )
-    parser.add_argument("--level", choices=("ttgir", "ttir"), default="ttgir")
+    parser.add_argument(
+        "--level",
+        choices=("ttgir", "ttir"),
+        default="ttgir",
+        help="IR level of the graphs the models read: ttgir (with layouts, per target) or ttir "
+        "(default ttgir)",
+    )
     parser.add_argument(
         "--seeds",
         type=positive_int,
@@ -91,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"seeds 0..K-1: one split + training per seed (default {DEFAULT_SEEDS})",
     )
     parser.add_argument(
-        "--device", default="cpu", help="cpu or cuda (cuda:LOCAL_RANK under torchrun)"
+        "--device",
+        default="cpu",
+        help="cpu or cuda; under torchrun each process takes cuda:LOCAL_RANK (default cpu)",
     )
     parser.add_argument(
         "--models",
@@ -99,16 +113,34 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MODELS,
         help=f"comma-separated subset of {','.join(MODELS)} (default {','.join(DEFAULT_MODELS)})",
     )
-    parser.add_argument("--harvests", choices=("latest", "pooled", "all"), default="latest")
-    parser.add_argument("--hidden", type=positive_int, default=64)
-    parser.add_argument("--layers", type=positive_int, default=3)
-    parser.add_argument("--lr", type=positive_float, default=2e-3)
-    parser.add_argument("--runs-per-batch", type=positive_int, default=8)
+    parser.add_argument(
+        "--harvests",
+        choices=("latest", "pooled", "all"),
+        default="latest",
+        help="a run harvested more than once: its latest harvest's rows, every repeat's "
+        "samples pooled (statistics recomputed), or every row (all) (default latest)",
+    )
+    parser.add_argument(
+        "--hidden", type=positive_int, default=64, help="width of the neural models' layers (default 64)"
+    )
+    parser.add_argument(
+        "--layers", type=positive_int, default=3, help="graph layers of the GNNs (default 3)"
+    )
+    parser.add_argument(
+        "--lr", type=positive_float, default=2e-3, help="Adam learning rate (default 0.002)"
+    )
+    parser.add_argument(
+        "--runs-per-batch",
+        type=positive_int,
+        default=8,
+        help="runs per training batch, each with all its configs (the ranking loss compares "
+        "configs within a run) (default 8)",
+    )
     parser.add_argument(
         "--patience",
         type=positive_int,
         default=10,
-        help="epochs without a better val tau before stopping",
+        help="epochs without a better validation tau before a model stops (default 10)",
     )
     parser.add_argument(
         "--loss",
@@ -119,17 +151,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--prior",
         action="store_true",
-        help="neural scores = analytic rule + a learned residual",
+        help="neural scores = the analytic rule's estimate + a learned residual (default off)",
     )
     parser.add_argument(
         "--no-collapse",
         action="store_true",
-        help="train on every config, even those compiling to one program",
+        help="train on every config, even those compiling to one program (default: one "
+        "training row per distinct program)",
     )
     parser.add_argument(
         "--no-relative",
         action="store_true",
-        help="no run-relative copies of the config features (an ablation)",
+        help="no run-relative copies of the config features, an ablation (default: with them)",
     )
     parser.add_argument(
         "--cluster-distance",
@@ -140,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--final",
         action="store_true",
-        help="after the evaluation, train the model to ship on every run into OUT/checkpoint",
+        help="after the evaluation, train the model to ship on every run into OUT/checkpoint "
+        "(default off: OUT/checkpoint holds the first split's seed-0 model)",
     )
     parser.add_argument(
         "--final-model",
@@ -152,8 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--exclude-families",
         type=non_empty_csv,
         default=(),
-        help="families left out of everything, the final model included (to check it on "
-        "kernels it never saw)",
+        help="comma-separated families left out of everything, the final model included (to "
+        "check it on kernels it never saw) (default none)",
     )
     parser.add_argument(
         "--threads",
@@ -225,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = _init_distributed(config)
         prepared = prepare_experiment(config)
     except (UsageError, DatasetError) as exc:  # bad input: one line, no traceback
-        print(f"python -m train: error: {exc}", file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
         return 2
     main_rank = distributed_world()[0] == 0
     console = Console(stderr=True, quiet=not main_rank)
@@ -281,11 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         run_experiment(config, on_event=on_event, prepared=prepared)
     if main_rank:
-        report = Path(config.out) / "report.md"
-        if report.exists():
-            print(report.read_text())
-        else:
-            print(json.dumps({"out": config.out}))
+        payload = json.loads((Path(config.out) / "metrics.json").read_text())
+        print_report(Console(), build_report(payload, config.out))
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
     return 0

@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from schemas.argtypes import non_empty_csv
+from schemas.console import print_error
 from train.stats import paired, t_interval
 
 DEFAULT_METRICS = ("kendall_tau", "top1_slowdown", "top5_slowdown")
@@ -143,7 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("entries", nargs="+", help="LABEL=DIR:MODEL (DIR holds metrics.json)")
     parser.add_argument("--split", default="family", help="split kind (default family)")
-    parser.add_argument("--partition", choices=("test", "val", "train"), default="test")
+    parser.add_argument(
+        "--partition",
+        choices=("test", "val", "train"),
+        default="test",
+        help="the runs the models are judged on (default test)",
+    )
     parser.add_argument(
         "--metrics",
         type=non_empty_csv,
@@ -155,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         entries = [load_entry(e, args.split, args.partition) for e in args.entries]
         print(compare_table(entries, args.metrics))
     except CompareError as exc:
-        print(f"python -m train.compare: error: {exc}", file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
         return 2
     return 0
 

@@ -187,6 +187,35 @@ def topk_slowdown(
     return float(np.mean(list(per_run.values()))) if per_run else float("nan")
 
 
+def topk_slowdown_curve(
+    run_ids: Sequence[str] | np.ndarray,
+    measured_ms: ArrayLike,
+    predicted: ArrayLike,
+    ks: Sequence[int],
+) -> dict[int, float]:
+    """:func:`topk_slowdown` for every k of ``ks`` at once (k -> mean over runs, NaN when no
+    run has a valid config): one sort per run instead of one per run and k, the same picks,
+    failed-pick cost and stable tie-break."""
+    if any(k < 1 for k in ks):
+        raise ValueError(f"every k must be >= 1; got {list(ks)}")
+    wanted = np.asarray(sorted(set(ks)), dtype=np.int64)
+    rows = []
+    for _, measured, predicted_run in _all_runs(run_ids, measured_ms, predicted):
+        ok = np.isfinite(measured)
+        if not ok.any():
+            continue
+        best, worst = measured[ok].min(), measured[ok].max()
+        in_order = measured[np.argsort(predicted_run, kind="stable")]
+        # Best valid latency among the first j picks (inf while every pick so far failed).
+        running = np.minimum.accumulate(np.where(np.isfinite(in_order), in_order, np.inf))
+        got = running[np.minimum(wanted, len(in_order)) - 1]
+        rows.append((np.where(np.isfinite(got), got, worst) - best) / best)
+    if not rows:
+        return {int(k): float("nan") for k in wanted}
+    means = np.mean(np.asarray(rows, dtype=np.float64), axis=0)
+    return {int(k): float(v) for k, v in zip(wanted, means, strict=True)}
+
+
 def first_pick_failure_rate(
     run_ids: Sequence[str] | np.ndarray, measured_ms: ArrayLike, predicted: ArrayLike
 ) -> float:

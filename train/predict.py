@@ -29,9 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
+from rich.console import Console
+from rich.text import Text
 
 from schemas import DatasetError, read_table
 from schemas.argtypes import positive_int
+from schemas.console import print_error
 from train.baselines.analytic import analytic_prior
 from train.candidates import (
     CandidateError,
@@ -47,6 +50,7 @@ from train.data import GraphSamples, read_ir_tables
 from train.fit import predict_samples
 from train.graphs import encode_graphs
 from train.metrics import validity_aware_score
+from train.ranking_view import print_ranking
 from train.tables import load_samples
 
 OUTPUT_COLUMNS = ("run_id", "config_id", "rank", "predicted_ms", "score", "p_valid")
@@ -225,36 +229,50 @@ def _write(ranking: pl.DataFrame, out: Path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m train.predict``."""
     parser = argparse.ArgumentParser(
         prog="python -m train.predict",
         description="Rank candidate configs with a checkpoint of python -m train (rank 1 = try "
         "first; configs predicted to fail last). Sources: a dataset (--data), a candidates "
-        "file with their IR (--candidates + --ir), or extract compile output alone (--ir).",
+        "file with their IR (--candidates + --ir), or extract compile output alone (--ir). "
+        "Prints each run's first configs; --out keeps the whole ranking.",
     )
     parser.add_argument(
-        "--checkpoint", required=True, help="directory written by python -m train (OUT/checkpoint)"
+        "--checkpoint",
+        required=True,
+        help="directory written by python -m train (OUT/checkpoint) (required)",
     )
-    parser.add_argument("--data", help="dataset directory: rank every config of every run")
+    parser.add_argument(
+        "--data", help="dataset directory: rank every config of every run (default: none)"
+    )
     parser.add_argument(
         "--candidates",
         help="Parquet/CSV of candidate configs (ir_id for dataset-layout --ir, ir_dir for "
-        "extract compile output)",
+        "extract compile output) (default: none; with --ir alone, each compile directory is "
+        "a candidate)",
     )
     parser.add_argument(
         "--ir",
-        help="the candidates' IR: a dataset-layout directory or python -m extract compile output",
+        help="the candidates' IR: a dataset-layout directory or python -m extract compile "
+        "output (default: none)",
     )
     parser.add_argument(
         "--arch",
-        help="arch the candidates will run on, for those that name none (e.g. sm_90, interpreter)",
+        help="arch the candidates will run on, for those that name none, e.g. sm_90 or "
+        "interpreter (default: the checkpoint's, when it was trained on one)",
     )
     parser.add_argument(
         "--allow-unseen-arch",
         action="store_true",
         help="rank candidates for an arch the model never saw (with a warning) instead of refusing",
     )
-    parser.add_argument("--out", help="write the ranking here (.parquet or .csv)")
-    parser.add_argument("--top", type=positive_int, default=5, help="configs shown per run")
+    parser.add_argument(
+        "--out",
+        help="write the whole ranking here, .parquet or .csv (default: only printed)",
+    )
+    parser.add_argument(
+        "--top", type=positive_int, default=5, help="configs shown per run (default 5)"
+    )
     return parser
 
 
@@ -270,10 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --data DIR, or --ir DIR (with --candidates FILE)")
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
         parser.error(f"--out {args.out}: name a .parquet or .csv file")
+    errors = Console(stderr=True)
     try:
         checkpoint = load_checkpoint(args.checkpoint)
     except (ValueError, KeyError, OSError) as exc:  # another version, or not a checkpoint
-        print(f"python -m train.predict: error: {exc}", file=sys.stderr)
+        print_error(errors, str(exc))
         return 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
@@ -289,36 +308,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                     allow_unseen_arch=args.allow_unseen_arch,
                 )  # fmt: skip
         except (CandidateError, UnseenArchError, DatasetError) as exc:
-            _show(caught)
-            print(f"python -m train.predict: error: {exc}", file=sys.stderr)
+            _show(errors, caught)
+            print_error(errors, str(exc))
             return 2
-    _show(caught)
+    _show(errors, caught)
     if args.out:
         _write(ranking, Path(args.out))
-    shown = ranking.filter(pl.col("rank") <= args.top).select(
-        [
-            c
-            for c in (
-                "run_id",
-                "rank",
-                "config_id",
-                "predicted_ms",
-                "p_valid",
-                "launch",
-                "median_ms",
-            )
-            if c in ranking.columns and ranking[c].null_count() < ranking.height
-        ]
-    )
-    with pl.Config(tbl_rows=-1, fmt_str_lengths=60):
-        print(shown)
+    arches = ", ".join(checkpoint.seen.get("arches", [])) or "no recorded arch"
+    source = f"{args.checkpoint} ({checkpoint.name}, trained on {arches})"
+    print_ranking(Console(), ranking, top=args.top, source=source, out=args.out)
     return 0
 
 
-def _show(caught: list[warnings.WarningMessage]) -> None:
+def _show(console: Console, caught: list[warnings.WarningMessage]) -> None:
     for item in caught:
         if issubclass(item.category, UnseenArchWarning | MissingInputsWarning):
-            print(f"python -m train.predict: warning: {item.message}", file=sys.stderr)
+            console.print(Text.assemble(("warning", "yellow"), ": ", str(item.message)), soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""Experiment outputs: metrics.json, report.md (model vs baselines per split kind and partition:
-mean and 95 % interval over seeds, and every model paired seed by seed against the best
-baseline) and PNG plots (predicted vs measured latency, per-run Kendall tau histogram, top-k
-slowdown by k).
+"""Experiment outputs: metrics.json, report.md and the PNG plots.
 
 A :class:`ModelResult` is one model's predictions judged on one partition with one seed;
-:func:`write_report` summarizes any number of them.
+:func:`summarize` gives per split kind, partition and model the mean of every metric over
+seeds with its 95 % interval, :func:`paired_comparisons` every model paired seed by seed
+against the best baseline, and :func:`write_report` writes them: metrics.json (every number,
+:func:`report_payload`), report.md (:mod:`train.report_doc`, which also prints the report in
+the terminal) and the plots (:mod:`train.plots`).
 """
 
 from __future__ import annotations
@@ -19,37 +20,51 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from train.metrics import evaluate, kendall_tau_per_run, topk_slowdown, validity_aware_score
-from train.stats import LEVEL, paired, t_interval
-
-HEADLINE = (
-    "kendall_tau",
-    "opa",
-    "top1_slowdown",
-    "top5_slowdown",
-    "top1_failed",
-    "mape",
-    "validity_accuracy",
+from train.metrics import (
+    evaluate,
+    kendall_tau_per_run,
+    topk_slowdown_curve,
+    validity_aware_score,
 )
-"""Metrics shown in report.md, in order (metrics.json has every one)."""
+from train.plots import write_plots
+from train.report_doc import build_report, to_markdown
+from train.stats import paired, t_interval
 
-PAIRED_METRICS = ("kendall_tau", "top1_slowdown", "top5_slowdown")
+REPORT_KS = (1, 2, 3, 5)
+"""k of the ``top{k}_slowdown`` metrics every result carries; the report shows k = 1 and the
+largest of the others that is below the typical run's config count (a top-5 of runs with 4
+configs is always 0)."""
+
+PAIRED_METRICS = ("kendall_tau", *(f"top{k}_slowdown" for k in REPORT_KS))
 """Metrics of the paired comparison against the best baseline."""
 
 BASELINE_NAMES = frozenset({"random", "default", "analytic", "tabular"})
 """Models that count as baselines when picking the one every model is paired against."""
 
-PLOT_KS = tuple(range(1, 11))
+MAX_PLOT_K = 32
+"""The top-k slowdown curve (``slowdown_by_k``) runs from k = 1 to the largest run's config
+count, at most this."""
+
+
+def _run_sizes(run_ids: np.ndarray) -> dict[str, int]:
+    names, counts = np.unique(np.asarray(run_ids).astype(str), return_counts=True)
+    return {str(n): int(c) for n, c in zip(names, counts, strict=True)}
+
+
+def _curve_ks(sizes: Mapping[str, int]) -> list[int]:
+    return list(range(1, min(max(sizes.values(), default=1), MAX_PLOT_K) + 1))
 
 
 @dataclass
 class ModelResult:
     """One model on one partition ("val", "test", ...) of one seed's split.
 
-    ``metrics``: :func:`train.metrics.evaluate`'s dict. ``run_taus``: Kendall tau per run.
-    ``slowdown_by_k``: mean top-k slowdown for k in :data:`PLOT_KS`. ``measured_ms`` /
-    ``predicted_ms``: per valid config, for the scatter plot (predicted_ms None when the model
-    predicts only an order).
+    ``metrics``: :func:`train.metrics.evaluate`'s dict (``top{k}_slowdown`` for k in
+    :data:`REPORT_KS`). ``run_taus``: Kendall tau per run. ``slowdown_by_k``: mean top-k
+    slowdown for k = 1 up to the largest run's config count (at most :data:`MAX_PLOT_K`).
+    ``run_sizes``: configs per run (failed ones included). ``failed``: configs judged that did
+    not run. ``measured_ms`` / ``predicted_ms``: per valid config, for the scatter plot
+    (predicted_ms None when the model predicts only an order).
     """
 
     model: str
@@ -59,6 +74,8 @@ class ModelResult:
     split_kind: str = "family"
     run_taus: dict[str, float] = field(default_factory=dict)
     slowdown_by_k: dict[int, float] = field(default_factory=dict)
+    run_sizes: dict[str, int] = field(default_factory=dict)
+    failed: int = 0
     measured_ms: np.ndarray | None = None
     predicted_ms: np.ndarray | None = None
 
@@ -75,7 +92,7 @@ class ModelResult:
         valid_pred: np.ndarray | None = None,
         p_valid: np.ndarray | None = None,
         split_kind: str = "family",
-        ks: Sequence[int] = (1, 5),
+        ks: Sequence[int] = REPORT_KS,
     ) -> ModelResult:
         """Judge predictions for the rows of ``frame`` (a samples table: ``run_id``,
         ``median_ms``, ``valid``). ``score``: lower = predicted faster, one per row.
@@ -103,6 +120,7 @@ class ModelResult:
             p_valid=p_valid,
         )
         picks = validity_aware_score(score, p_valid)
+        sizes = _run_sizes(run_ids)
         return cls(
             model=model,
             partition=partition,
@@ -110,7 +128,9 @@ class ModelResult:
             metrics=metrics,
             split_kind=split_kind,
             run_taus=kendall_tau_per_run(run_ids, measured, score),
-            slowdown_by_k={k: topk_slowdown(run_ids, measured, picks, k) for k in PLOT_KS},
+            slowdown_by_k=topk_slowdown_curve(run_ids, measured, picks, _curve_ks(sizes)),
+            run_sizes=sizes,
+            failed=int((~valid).sum()),
             measured_ms=measured[valid],
             predicted_ms=None
             if predicted_ms is None
@@ -138,16 +158,19 @@ class ModelResult:
         score = np.asarray(predicted_score, dtype=np.float64)
         ms = None if predicted_ms is None else np.asarray(predicted_ms, dtype=np.float64)
         finite = np.isfinite(measured)
+        sizes = _run_sizes(ids)
         return cls(
             model=model,
             partition=partition,
             seed=seed,
             metrics=dict(metrics)
             if metrics is not None
-            else evaluate(ids, measured, score, predicted_ms=ms),
+            else evaluate(ids, measured, score, predicted_ms=ms, ks=REPORT_KS),
             split_kind=split_kind,
             run_taus=kendall_tau_per_run(ids, measured, score),
-            slowdown_by_k={k: topk_slowdown(ids, measured, score, k) for k in PLOT_KS},
+            slowdown_by_k=topk_slowdown_curve(ids, measured, score, _curve_ks(sizes)),
+            run_sizes=sizes,
+            failed=int((~finite).sum()),
             measured_ms=measured[finite],
             predicted_ms=None if ms is None else ms[finite],
         )
@@ -161,6 +184,8 @@ class ModelResult:
             "metrics": {k: _finite(v) for k, v in self.metrics.items()},
             "run_taus": {k: _finite(v) for k, v in self.run_taus.items()},
             "slowdown_by_k": {str(k): _finite(v) for k, v in self.slowdown_by_k.items()},
+            "run_sizes": dict(self.run_sizes),
+            "failed": self.failed,
         }
 
 
@@ -237,165 +262,6 @@ def paired_comparisons(
     return out
 
 
-def _number(value: float | None, metric: str) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.1f}" if metric == "mape" else f"{value:.3f}"
-
-
-def _cell(stats: Mapping[str, Any] | None, metric: str) -> str:
-    if not stats or stats.get("mean") is None:
-        return "–"
-    text = _number(stats["mean"], metric)
-    if stats.get("low") is not None:
-        text += f" [{_number(stats['low'], metric)}, {_number(stats['high'], metric)}]"
-    return text + (" %" if metric == "mape" else "")
-
-
-def markdown_table(
-    summary: Mapping[str, Any],
-    partition: str,
-    metrics: Sequence[str] = HEADLINE,
-    split_kind: str | None = None,
-) -> str:
-    """The report table of one partition (of ``split_kind``; the first kind when None): a row
-    per model, 'mean [95 % interval]' per metric."""
-    kinds = summary if split_kind is None else {split_kind: summary.get(split_kind, {})}
-    partitions = next(iter(kinds.values()), {}) if kinds else {}
-    lines = ["| model | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
-    for model, stats in partitions.get(partition, {}).items():
-        lines.append(f"| {model} | " + " | ".join(_cell(stats.get(m), m) for m in metrics) + " |")
-    return "\n".join(lines)
-
-
-def paired_table(comparison: Mapping[str, Any], metrics: Sequence[str] = PAIRED_METRICS) -> str:
-    """Markdown table of one partition's :func:`paired_comparisons` entry: per model, the mean
-    difference to the best baseline with its 95 % interval, the paired t-test p-value and the
-    seeds it is better / worse on."""
-    against = comparison["against"]
-    header = " | ".join(f"Δ {m} vs {against} | p | better/worse" for m in metrics)
-    lines = [f"| model | {header} |", "|---|" + "---|---|---|" * len(metrics)]
-    for model, per_metric in comparison["models"].items():
-        cells = []
-        for name in metrics:
-            result = per_metric[name]
-            diff = result["diff"]
-            text = "–" if diff["mean"] is None else f"{diff['mean']:+.3f}"
-            if diff["low"] is not None:
-                text += f" [{diff['low']:+.3f}, {diff['high']:+.3f}]"
-            p_value = "–" if result["p_value"] is None else f"{result['p_value']:.3f}"
-            cells.append(f"{text} | {p_value} | {result['wins']}/{result['losses']}")
-        lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _plot_partition(results: Sequence[ModelResult]) -> str | None:
-    partitions = {r.partition for r in results}
-    for preferred in ("test", "val", "train"):
-        if preferred in partitions:
-            return preferred
-    return next(iter(sorted(partitions)), None)
-
-
-def write_plots(out_dir: str, results: Sequence[ModelResult]) -> list[str]:
-    """The three PNGs for the held-out partition (test when present): predicted vs measured
-    latency (models that predict ms), per-run Kendall tau histogram, top-k slowdown by k."""
-    try:
-        import matplotlib
-    except ImportError as exc:  # the optional extra is missing
-        raise ImportError(
-            "the report plots need matplotlib: pip install 'kernel-corpus[train]' (or plots=False)"
-        ) from exc
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    partition = _plot_partition(results)
-    chosen = [r for r in results if r.partition == partition]
-    models = list(dict.fromkeys(r.model for r in chosen))
-    paths = []
-
-    fig, ax = plt.subplots(figsize=(5.5, 5))
-    drawn = False
-    for model in models:
-        pairs = [
-            (r.measured_ms, r.predicted_ms)
-            for r in chosen
-            if r.model == model and r.predicted_ms is not None
-        ]
-        if not pairs:
-            continue
-        measured = np.concatenate([p[0] for p in pairs])
-        predicted = np.concatenate([p[1] for p in pairs])
-        keep = np.isfinite(measured) & np.isfinite(predicted) & (measured > 0) & (predicted > 0)
-        ax.scatter(measured[keep], predicted[keep], s=6, alpha=0.5, label=model)
-        drawn = drawn or bool(keep.any())
-    if drawn:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        low, high = ax.get_xlim()
-        ax.plot([low, high], [low, high], color="grey", linewidth=0.8)
-        ax.legend()
-    else:
-        ax.text(
-            0.5,
-            0.5,
-            "no model predicts latency in ms",
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-        )
-    ax.set_xlabel("measured median latency (ms)")
-    ax.set_ylabel("predicted latency (ms)")
-    ax.set_title(f"predicted vs measured ({partition})")
-    paths.append(_save(fig, out_dir, "predicted_vs_measured.png"))
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    bins = np.linspace(-1, 1, 21)
-    for model in models:
-        taus = [
-            t for r in chosen if r.model == model for t in r.run_taus.values() if math.isfinite(t)
-        ]
-        if taus:
-            ax.hist(taus, bins=bins, histtype="step", linewidth=1.8, label=model)
-    ax.set_xlabel("Kendall tau of a run (all seeds)")
-    ax.set_ylabel("runs")
-    ax.set_title(f"per-run Kendall tau ({partition})")
-    ax.legend()
-    paths.append(_save(fig, out_dir, "kendall_tau_hist.png"))
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for model in models:
-        curves = [
-            [r.slowdown_by_k.get(k, math.nan) for k in PLOT_KS] for r in chosen if r.model == model
-        ]
-        ax.plot(
-            PLOT_KS, np.nanmean(np.array(curves, dtype=np.float64), axis=0), marker="o", label=model
-        )
-    ax.set_xlabel("k (configs tried, in the model's order)")
-    ax.set_ylabel("mean top-k slowdown vs best")
-    ax.set_title(f"top-k slowdown ({partition})")
-    ax.legend()
-    paths.append(_save(fig, out_dir, "topk_slowdown.png"))
-    return paths
-
-
-def _save(fig: Any, out_dir: str, name: str) -> str:
-    import matplotlib.pyplot as plt
-
-    path = os.path.join(out_dir, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def _short(value: Any, limit: int = 300) -> str:
-    """A meta value for report.md: JSON for structures, cut at ``limit`` characters."""
-    text = json.dumps(value, default=str) if isinstance(value, Mapping | list) else str(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _atomic_text(path: str, text: str) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -436,6 +302,20 @@ def coerce_results(results: Results) -> tuple[list[ModelResult], dict[str, Any]]
     return converted, meta
 
 
+def report_payload(
+    results: Sequence[ModelResult], meta: Mapping[str, Any], title: str = "Cost model vs baselines"
+) -> dict[str, Any]:
+    """What metrics.json holds (and what :func:`train.report_doc.build_report` reads): the
+    title, ``meta``, :func:`summarize`, :func:`paired_comparisons` and every result's JSON."""
+    return {
+        "title": title,
+        "meta": dict(meta),
+        "summary": summarize(results),
+        "paired": paired_comparisons(results),
+        "results": [r.to_json() for r in results],
+    }
+
+
 def write_report(
     out_dir: str | os.PathLike[str],
     results: Results,
@@ -444,7 +324,7 @@ def write_report(
     meta: Mapping[str, Any] | None = None,
     plots: bool = True,
 ) -> dict[str, str]:
-    """Write metrics.json, report.md and (``plots``) the PNGs into ``out_dir`` (created).
+    """Write metrics.json, (``plots``) the PNGs and report.md into ``out_dir`` (created).
 
     ``results``: :class:`ModelResult` objects, or a mapping as :func:`coerce_results` reads.
     ``meta``: anything worth recording with the numbers (dataset, split kind, seeds, level,
@@ -456,63 +336,13 @@ def write_report(
         raise ValueError("write_report needs at least one model result")
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
-    summary = summarize(results)
-    comparisons = paired_comparisons(results)
-    payload = {
-        "meta": meta,
-        "summary": summary,
-        "paired": comparisons,
-        "results": [r.to_json() for r in results],
-    }
+    payload = report_payload(results, meta, title)
     written = {"metrics.json": os.path.join(out_dir, "metrics.json")}
     _atomic_text(
         written["metrics.json"], json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n"
     )
-
-    seeds = sorted({r.seed for r in results})
-    lines = [f"# {title}", ""]
-    lines += [f"- {key}: {_short(value)}" for key, value in meta.items()]
-    lines += [
-        f"- seeds: {', '.join(map(str, seeds))}; each cell is the mean over seeds and its "
-        f"{LEVEL:.0%} Student-t interval [low, high] (none with one seed).",
-        "- kendall_tau: per-run Kendall tau-b over the configs that ran, averaged over runs with "
-        ">= 2 valid configs; opa: ordered-pair accuracy; topk_slowdown: (best latency among the "
-        "model's first k picks - best) / best, picks taken from every config (configs predicted "
-        "to fail last), a run whose k picks all fail costing its slowest valid config; "
-        "top1_failed: share of runs whose first pick fails; mape: percent; validity_accuracy: "
-        "predicted ok/failed vs status.",
-        "- paired: per seed (same split, same held-out runs) each model minus the best "
-        "baseline by mean Kendall tau; interval and p-value of the paired t-test over seeds; "
-        "better/worse: seeds where the model is strictly better / worse.",
-        "",
-    ]
-    order = ("test", "val", "train")
-    for kind, partitions in summary.items():
-        lines += [f"## {kind} split", ""]
-        for partition in sorted(partitions, key=lambda p: order.index(p) if p in order else 3):
-            lines += [
-                f"### {partition}",
-                "",
-                markdown_table(summary, partition, split_kind=kind),
-                "",
-            ]
-            comparison = comparisons.get(kind, {}).get(partition)
-            if comparison and comparison["models"] and partition != "train":
-                lines += [
-                    f"Paired against {comparison['against']} ({partition}):",
-                    "",
-                    paired_table(comparison),
-                    "",
-                ]
     if plots:
-        first_kind = results[0].split_kind
-        lines.append(f"Plots: {first_kind} split.")
-        lines.append("")
-        for path in write_plots(out_dir, [r for r in results if r.split_kind == first_kind]):
-            name = os.path.basename(path)
-            written[name] = path
-            lines.append(f"![{name}]({name})")
-        lines.append("")
+        written.update(write_plots(out_dir, results))
     written["report.md"] = os.path.join(out_dir, "report.md")
-    _atomic_text(written["report.md"], "\n".join(lines))
+    _atomic_text(written["report.md"], to_markdown(build_report(payload, out_dir)))
     return written

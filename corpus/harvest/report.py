@@ -33,6 +33,7 @@ from corpus.terminal import (
     print_table_or_listing,
     print_trimmed,
 )
+from schemas.console import compact_config
 from schemas.enums import Status, Timer
 
 FAILED = frozenset(s.value for s in Status) - {Status.OK.value, Status.SKIPPED.value}
@@ -220,13 +221,6 @@ def timing_line(totals: HarvestTotals) -> str:
         f"x {plural(settings.get('reps_per_pass') or 0, 'rep')} per config; "
         f"{plural(twins, 'config')} timed once for a twin (identical binary and launch)"
     )
-
-
-def compact_config(row: dict) -> str:
-    """A measurement row's config in a few characters: ``BLOCK_M=16 BLOCK_N=128 w4 s2``
-    (meta-parameters, then warps and stages; the full ``triton.Config`` is in the dataset)."""
-    params = " ".join(f"{p['name']}={p['value']}" for p in row.get("config_params") or [])
-    return f"{params} w{row['num_warps']} s{row['num_stages']}".strip()
 
 
 @dataclass(frozen=True)

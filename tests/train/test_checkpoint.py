@@ -130,7 +130,15 @@ def test_rank_dataset_and_cli(trained, harvested, tmp_path, capsys):
         == 0
     )
     assert pl.read_parquet(out).height == ranking.height
-    assert "predicted_ms" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    # Runs under their family and shape, not their run_id; configs by their knobs.
+    families = sorted(set(ranking["family"]))
+    assert all(any(line.startswith(f"    {f} ") or f" {f} " in line for line in lines)
+               for f in families)  # fmt: skip
+    assert not any(run_id in printed for run_id in ranking["run_id"].unique())
+    assert "predicted ms" in printed and f"wrote {out}" in printed
+    assert max(map(len, lines)) <= 80 and not any(line != line.rstrip() for line in lines)
 
 
 def test_cli_refuses_a_missing_checkpoint(tmp_path):

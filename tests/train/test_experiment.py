@@ -31,9 +31,12 @@ def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, ca
             "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "| gnn |" in printed and "| random |" in printed
-    assert "## family split" in printed and "## cluster split" in printed
-    assert "Paired against analytic (test)" in printed or "Paired against random (test)" in printed
+    titles = [line for line in printed.splitlines() if "split, test runs:" in line]
+    assert [t.split(",")[0] for t in titles] == ["family split"] * 2 + ["cluster split"] * 2
+    assert any("each model minus analytic" in t or "each model minus random" in t for t in titles)
+    models = {line.split()[0] for line in printed.splitlines() if line.strip()}
+    assert {"gnn", "mlp", "random", "analytic"} <= models
+    assert f"files in {out}/" in printed
     assert (out / "checkpoint" / "model.safetensors").exists()
     metrics = json.loads((out / "metrics.json").read_text())
     got = {(r["split_kind"], r["model"], r["partition"], r["seed"]) for r in metrics["results"]}
@@ -164,7 +167,7 @@ def test_bad_datasets_and_options_are_one_line_errors(tmp_path, capsys, case, ex
             "--cache-dir", str(tmp_path / "cache"), *extra]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("python -m train: error:") and message in err, err
+    assert err.startswith("error: ") and message in err, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 

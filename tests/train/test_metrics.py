@@ -14,6 +14,7 @@ from train.metrics import (
     mape,
     opa,
     topk_slowdown,
+    topk_slowdown_curve,
     topk_slowdown_per_run,
     validity_accuracy,
     validity_aware_score,
@@ -82,6 +83,22 @@ def test_topk_slowdown_ties_and_failed_configs():
     assert topk_slowdown_per_run(["a", "b"], [NAN, 1.0], [0.0, 0.0], 1) == {"b": 0.0}
     with pytest.raises(ValueError, match="k must be"):
         topk_slowdown(["a"], [1.0], [0.0], 0)
+
+
+def test_topk_slowdown_curve_matches_each_k():
+    # The hand-checked runs above (run a 3, 1, 0 for k = 1, 2, 3; run b 0), a failed first
+    # pick in run c (costs its slowest, 3 vs 1, until k reaches a config that ran), and a run
+    # with nothing valid (left out).
+    ids = ["a"] * 4 + ["b"] * 2 + ["c"] * 3 + ["d"]
+    measured = [4.0, 2.0, 1.0, 3.0, 1.0, 2.0, NAN, 3.0, 1.0, NAN]
+    predicted = [0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 0.0, 1.0, 2.0, 0.0]
+    curve = topk_slowdown_curve(ids, measured, predicted, [1, 2, 3, 4, 10])
+    assert curve == pytest.approx({1: (3 + 0 + 2) / 3, 2: (1 + 0 + 2) / 3, 3: 0.0, 4: 0.0, 10: 0.0})
+    for k, value in curve.items():
+        assert topk_slowdown(ids, measured, predicted, k) == pytest.approx(value)
+    assert math.isnan(topk_slowdown_curve(["a"], [NAN], [0.0], [1])[1])
+    with pytest.raises(ValueError, match="every k must be"):
+        topk_slowdown_curve(["a"], [1.0], [0.0], [0, 1])
 
 
 def test_validity_aware_score_puts_predicted_failures_last():

@@ -1,40 +1,59 @@
-"""``python -m train.baselines --data DIR [--out DIR] [--split family] [--seeds 3]``: every
-baseline on seeded splits, the report table printed (and written with --out)."""
+"""``python -m train.baselines --data DIR [--out DIR] [--split family] [--seeds 5]``: every
+baseline on seeded splits, the report printed (and written with --out)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
+from rich.console import Console
+
+from schemas import DatasetError
 from schemas.argtypes import positive_int
+from schemas.console import print_error
 from train.baselines import BASELINES
 from train.baselines.compare import CompareConfig, compare_baselines
-from train.report import markdown_table, summarize
+from train.report import report_payload
+from train.report_doc import build_report, print_report
 from train.splits import SPLIT_KINDS
 from train.tables import HARVEST_MODES, LEVELS
 
 
 def parse_args(argv: list[str] | None = None) -> CompareConfig:
-    parser = argparse.ArgumentParser(prog="python -m train.baselines", description=__doc__)
-    parser.add_argument("--data", required=True, help="dataset directory or fsspec URL")
-    parser.add_argument("--out", help="write metrics.json, report.md and plots here")
+    parser = argparse.ArgumentParser(
+        prog="python -m train.baselines",
+        description="Every baseline on seeded splits of a dataset, judged like python -m "
+        "train's models; the report is printed (and written with --out).",
+    )
+    parser.add_argument("--data", required=True, help="dataset directory or fsspec URL (required)")
+    parser.add_argument(
+        "--out", help="write metrics.json, report.md and plots here (default: only printed)"
+    )
     parser.add_argument(
         "--split",
         choices=SPLIT_KINDS,
         default="family",
-        help="what is held out (default: whole families)",
+        help="what is held out (default family: whole families)",
     )
     parser.add_argument("--seeds", type=positive_int, default=5, help="splits 0..N-1 (default 5)")
     parser.add_argument(
-        "--level", choices=LEVELS, default="ttgir", help="IR level of the graph counts"
+        "--level",
+        choices=LEVELS,
+        default="ttgir",
+        help="IR level of the graph counts (default ttgir)",
     )
     parser.add_argument(
-        "--harvests", choices=HARVEST_MODES, default="latest", help="how repeated harvests combine"
+        "--harvests",
+        choices=HARVEST_MODES,
+        default="latest",
+        help="how repeated harvests of a run combine (default latest)",
     )
     parser.add_argument(
         "--models",
         default=",".join(BASELINES),
-        help=f"comma-separated subset of {','.join(BASELINES)}",
+        help=f"comma-separated subset of {','.join(BASELINES)} (default all of them)",
     )
     args = parser.parse_args(argv)
     models = tuple(m for m in args.models.split(",") if m)
@@ -48,11 +67,16 @@ def parse_args(argv: list[str] | None = None) -> CompareConfig:
 
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
-    summary = summarize(compare_baselines(config))
-    for partition in ("val", "test"):
-        if partition in summary.get(config.split, {}):
-            print(f"\n{partition} ({config.split} split, {config.seeds} seed(s))")
-            print(markdown_table(summary, partition, split_kind=config.split))
+    try:
+        results = compare_baselines(config)
+    except DatasetError as exc:  # bad input: one line, no traceback
+        print_error(Console(stderr=True), str(exc))
+        return 2
+    if config.out:  # the report as written, meta included
+        payload = json.loads((Path(config.out) / "metrics.json").read_text())
+    else:
+        payload = report_payload(results, {"data": config.data}, title="Baselines")
+    print_report(Console(), build_report(payload, config.out))
     return 0
 
 
