@@ -14,7 +14,10 @@ bypassed (``always_compile``), so no pass profits from another's compiles.
   of the benchmark lane;
 - compile scaling: the same compile tasks on 1 and on ``--workers`` started processes; the
   static-stats share is (cuobjdump in the workers + one batched nvdisasm over their cubins) over
-  (the workers' request time + that nvdisasm), from the same tasks;
+  (the workers' request time + that nvdisasm), from the same tasks. nvdisasm's start-up
+  (~0.2 s) is paid once per batch, so the share falls with the batch: a harvest's batches hold
+  up to 256 codes (``corpus.harvest.sass_batch``); measured quiet on 2 cores, 13% with 16
+  tasks, 7% with the default 64;
 - autotune: the plan's runs, each autotuned with ``triton.autotune`` on the interpreter in an
   already started process, over the same configs with the same launches (1 check + the
   harvest's timed reps, thread CPU time): in-process seconds per config against the pipeline
