@@ -18,10 +18,14 @@ import pyarrow as pa
 from corpus.harvest.compile_worker import CompileOutcome
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.plan import PlannedConfig, PlannedRun
-from corpus.harvest.rows import ir_target_name, measurement_row, problem_columns
+from corpus.harvest.rows import (
+    ir_target_name,
+    measurement_row,
+    problem_columns,
+    run_identity_columns,
+)
 from corpus.harvest.runner import IR_TABLES
 from corpus.harvest.sass_batch import fill_row
-from schemas.identity import canonical_json
 from schemas.tables import table_spec
 from schemas.writer import conform
 from train.tables import RUN_COLUMNS
@@ -51,13 +55,7 @@ def run_columns(
     if flops is None:
         problem["arithmetic_intensity"] = None
     return {
-        "run_id": run.run_id,
-        "kernel_id": run.kernel_id,
-        "family": run.family,
-        "scale": run.scale,
-        "shape_name": run.shape_name,
-        "problem_json": canonical_json(dict(run.dims)),
-        "dtype": run.dtype,
+        **run_identity_columns(run),
         "flops": flops,
         "bytes_moved": bytes_moved,
         **problem,

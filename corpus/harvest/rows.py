@@ -71,6 +71,20 @@ def problem_columns(run: PlannedRun, flops: int, bytes_moved: int) -> dict[str, 
     }
 
 
+def run_identity_columns(run: PlannedRun) -> dict[str, Any]:
+    """The ``runs`` columns that say which run ``run`` is: ids, family, scale, shape, problem
+    sizes (``problem_json``) and dtype."""
+    return {
+        "run_id": run.run_id,
+        "kernel_id": run.kernel_id,
+        "family": run.family,
+        "scale": run.scale,
+        "shape_name": run.shape_name,
+        "problem_json": canonical_json(dict(run.dims)),
+        "dtype": run.dtype,
+    }
+
+
 def ir_target_name(target: str) -> str:
     """The compile target as ``runs.ir_target`` records it: 'sm_90' for any spelling of a
     CUDA target ('90', 'cuda:90', 'sm_90a'), the arch name ('gfx942') for HIP."""
@@ -162,14 +176,8 @@ def run_row(
     default = next((m for m in ok if m["is_default"]), None)
     signature = run.signature
     return {
-        "run_id": run.run_id,
+        **run_identity_columns(run),
         "harvest_id": harvest_id,
-        "kernel_id": run.kernel_id,
-        "family": run.family,
-        "scale": run.scale,
-        "shape_name": run.shape_name,
-        "problem_json": canonical_json(dict(run.dims)),
-        "dtype": run.dtype,
         "signature_json": canonical_json(signature),
         "arg_names": [a["name"] for a in signature["args"]],
         "arg_types": [a["type"] for a in signature["args"]],
