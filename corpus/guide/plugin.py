@@ -204,6 +204,7 @@ class ConfigRanker:
     def _rank(self, kernel: Any, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> tuple[str, ...]:
         from corpus.guide.candidates import candidate_frames, run_columns
         from corpus.harvest.plan import PlannedConfig, PlannedRun
+        from corpus.harvest.sass_batch import instruction_stats_now
         from corpus.record.rows import (
             as_config,
             autotuned_problem,
@@ -230,6 +231,7 @@ class ConfigRanker:
             outcome, _ = compiler(kernel, args, config)
             self.compiles += 1
             outcomes[config.id] = outcome
+        sass = instruction_stats_now({k: o.sass_code for k, o in outcomes.items()}, target)
         self.compile_s += time.perf_counter() - begin
         begin = time.perf_counter()
         compiled = [c for c in suite_configs if outcomes[c.id].status == Status.OK.value]
@@ -253,7 +255,8 @@ class ConfigRanker:
         planned = [PlannedConfig(c, None, config_grid(grid, args, c)) for c in compiled]
         run = replace(run, configs=tuple(planned))
         candidates = candidate_frames(
-            run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level
+            run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level,
+            sass=sass,
         )
         scores = score_candidates(
             self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs,

@@ -142,7 +142,7 @@ class CompileHandler:
         if self.init.static_stats:
             begin = time.perf_counter()
             try:
-                outcome.stats, outcome.sass_code = self._stats(result)
+                outcome.stats, outcome.sass_code = cubin_stats(result)
             except Exception as exc:
                 notes.append(f"static stats failed: {_short(exc)}")
             outcome.stats_s = time.perf_counter() - begin
@@ -183,21 +183,22 @@ class CompileHandler:
             self.graphs.popitem(last=False)
         return entry
 
-    def _stats(self, result: Any) -> tuple[dict[str, Any], bytes | None]:
-        """The static-stats columns known here, and the code whose instruction columns the
-        parent fills (None: the columns are complete)."""
-        from extract.sass import code_sections, resource_stats, static_stats
+def cubin_stats(result: Any) -> tuple[dict[str, Any], bytes | None]:
+    """The static-stats columns of a compile ``result`` known without listing its SASS, and
+    the code whose instruction columns a caller fills in one batch for many configs
+    (:func:`extract.sass.instruction_stats_many`); None: the columns are complete."""
+    from extract.sass import code_sections, resource_stats, static_stats
 
-        cubin = result.asm.get("cubin")
-        if not isinstance(cubin, (bytes, bytearray)):
-            return {"stats_note": "no cubin for this target"}, None
-        cubin = bytes(cubin)
-        facts = {"kernel_name": result.metadata.get("name"), "dynamic_shared_bytes": result.metadata.get("shared")}
-        try:
-            code = code_sections(cubin)
-        except ValueError:  # not an ELF file we can cut: the whole listing, here, as before
-            return static_stats(cubin, **facts).to_row(), None
-        return resource_stats(cubin, **facts).to_row(), code
+    cubin = result.asm.get("cubin")
+    if not isinstance(cubin, (bytes, bytearray)):
+        return {"stats_note": "no cubin for this target"}, None
+    cubin = bytes(cubin)
+    facts = {"kernel_name": result.metadata.get("name"), "dynamic_shared_bytes": result.metadata.get("shared")}
+    try:
+        code = code_sections(cubin)
+    except ValueError:  # not an ELF file we can cut: the whole listing, here, as before
+        return static_stats(cubin, **facts).to_row(), None
+    return resource_stats(cubin, **facts).to_row(), code
 
 
 def make_handler(init: CompileInit) -> CompileHandler:

@@ -17,7 +17,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -162,6 +162,28 @@ def batcher_for_target(target: str, **options: Any) -> SassBatcher | None:
     if resolved.backend != "cuda":
         return None
     return SassBatcher(disassembler_arch(int(resolved.arch)), **options)
+
+
+def instruction_stats_now(codes: Mapping[str, bytes | None], target: str) -> dict[str, InstructionStats]:
+    """Instruction statistics of the configs' codes (config id -> :attr:`CompileOutcome.sass_code`,
+    None: nothing to fill) compiled for ``target``, from one ``nvdisasm`` call in this thread,
+    identical codes once: for callers that hold every config of a run at once (a recorded
+    autotune event, the plug-in's candidates) rather than a stream. Never raises."""
+    from extract.sass import InstructionStats, instruction_stats_many
+
+    wanted = {config_id: code for config_id, code in codes.items() if code is not None}
+    if not wanted:
+        return {}
+    batcher = batcher_for_target(target)
+    if batcher is None:  # no cubin for the target, so no code was sent: nothing to list
+        return {}
+    by_key = {code_key(code): code for code in wanted.values()}
+    try:
+        listed = instruction_stats_many(by_key, batcher.arch, tools_dir=batcher.tools_dir)
+    except Exception as exc:
+        failed = InstructionStats(note=f"static stats failed: {type(exc).__name__}: {exc}")
+        listed = dict.fromkeys(by_key, failed)
+    return {config_id: listed[code_key(code)] for config_id, code in wanted.items()}
 
 
 def fill_row(row: dict[str, Any], listed: InstructionStats) -> None:

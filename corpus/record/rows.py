@@ -26,6 +26,7 @@ from corpus.harvest.identity import stride_pattern, triton_type
 from corpus.harvest.measure_worker import MeasureOutcome
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.rows import measurement_row, run_row
+from corpus.harvest.sass_batch import fill_row, instruction_stats_now
 from corpus.record.hooks import AutotuneEvent, BenchedConfig
 from corpus.record.replay import HookReplayError, config_arguments, is_descriptor
 from corpus.run_writer import RunRows
@@ -254,18 +255,29 @@ def event_rows(
     use_samples = len(event.benched) == len(timings)
     graphs: dict[str, dict[str, pa.Table]] = {}
     measurements: list[dict[str, Any]] = []
-    for index, item in enumerate(() if event.cache_hit else run.configs):
-        if item.skip_reason is not None:
+    configs = () if event.cache_hit else run.configs
+    outcomes = {
+        item.config.id: _compiled(context, compile_times, event, item.config, originals.get(item.config.id))
+        for item in configs
+        if item.skip_reason is None
+    }
+    listed = (
+        instruction_stats_now({k: o.sass_code for k, o in outcomes.items()}, context.ir_target)
+        if context.compiler is not None
+        else {}
+    )
+    for index, item in enumerate(configs):
+        compiled = outcomes.get(item.config.id)
+        if compiled is None:  # skipped: never benchmarked, nothing compiled
             measurements.append(
                 measurement_row(run, item, context.harvest_id, context.facts.arch, None, None)
             )
             continue
         bench = _bench_outcome(timings[index], event.benched[index] if use_samples else None)
-        compiled = _compiled(
-            context, compile_times, event, item.config, originals.get(item.config.id)
-        )
         graphs.update(compiled.graphs)
         row = measurement_row(run, item, context.harvest_id, context.facts.arch, compiled, bench)
+        if item.config.id in listed:
+            fill_row(row, listed[item.config.id])
         if not bench.samples_ms and bench.status == Status.OK.value:
             row.update(_quantile_columns(timings[index]))
         measurements.append(row)

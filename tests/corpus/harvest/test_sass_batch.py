@@ -9,7 +9,12 @@ import threading
 import pytest
 
 from corpus.harvest.compile_worker import CompileHandler, CompileInit, CompileTask
-from corpus.harvest.sass_batch import SassBatcher, batcher_for_target, fill_row
+from corpus.harvest.sass_batch import (
+    SassBatcher,
+    batcher_for_target,
+    fill_row,
+    instruction_stats_now,
+)
 from corpus.suite.registry import load_suite, select
 from extract.compile import compile_call
 from extract.sass import find_tool, static_stats
@@ -52,6 +57,23 @@ def test_worker_columns_filled_by_the_batcher_equal_a_full_listing(compiled) -> 
         assert row == static_stats(cubin, kernel_name=meta["name"], dynamic_shared_bytes=meta["shared"]).to_row()
     batcher.close()
     assert batcher.calls == 1  # one nvdisasm for all of them
+
+
+@needs_tools
+def test_a_whole_run_listed_at_once_equals_a_full_listing_per_config(compiled) -> None:
+    # The recorder and the plug-in hold every config of a run: one call, duplicates once.
+    codes = {f"config-{i}": outcome.sass_code for i, (outcome, _, _) in enumerate(compiled)}
+    codes["twin"] = compiled[0][0].sass_code
+    codes["no-code"] = None  # its stats were complete already (or there is no cubin)
+    listed = instruction_stats_now(codes, "sm_90")
+    assert set(listed) == set(codes) - {"no-code"}
+    assert listed["twin"] == listed["config-0"]
+    for i, (outcome, cubin, meta) in enumerate(compiled):
+        row = dict(outcome.stats)
+        fill_row(row, listed[f"config-{i}"])
+        assert row == static_stats(cubin, kernel_name=meta["name"], dynamic_shared_bytes=meta["shared"]).to_row()
+    assert instruction_stats_now(codes, "hip:gfx942") == {}  # no cubin on AMD: nothing to list
+    assert instruction_stats_now({"no-code": None}, "sm_90") == {}
 
 
 @needs_tools

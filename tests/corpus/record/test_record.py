@@ -68,6 +68,8 @@ def test_records_two_autotuned_kernels_with_ir_and_a_cache_hit(recorded: Recorde
             continue
         assert m["n_reps"] == 2 and len(m["samples_ms"]) == 2 and m["median_ms"] > 0
         assert m["ttir_id"] and m["ttgir_id"] and m["compile_time_s"] > 0
+        # static stats of the sm_90 cubin, the SASS listing's columns filled per event
+        assert m["n_regs"] and m["sass_instructions"] and m["sass_mix"] and m["stats_note"] is None
     assert {tuple(m["grid"]) for m in row_scale} == {(4,)}
     assert {tuple(m["grid"]) for m in gelu if m["status"] == "ok"} == {
         (7,),
