@@ -215,6 +215,7 @@ class ConfigRanker:
         from schemas.enums import Status
         from schemas.identity import kernel_id
         from train.guide import arch_refusal, score_candidates
+        from train.predict import MissingInputsWarning
 
         interpreter, facts = _device()
         refusal = arch_refusal(self.model, facts.arch)
@@ -258,13 +259,39 @@ class ConfigRanker:
             run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level,
             sass=sass,
         )
-        scores = score_candidates(
-            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs,
-            arch=facts.arch,
-        )  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", MissingInputsWarning)
+            scores = score_candidates(
+                self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs,
+                arch=facts.arch,
+            )  # fmt: skip
+        missing = [w for w in caught if issubclass(w.category, MissingInputsWarning)]
+        for other in caught:  # anything else goes on as it was raised
+            if other not in missing:
+                warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+        self._missing_inputs(jit, entry, missing)
         order = np.argsort(scores.rank, kind="stable")
         self.rank_s += time.perf_counter() - begin
         return tuple(compiled[i].id for i in order[: self.top_k])
+
+    def _missing_inputs(self, jit: Any, entry: str, caught: list[warnings.WarningMessage]) -> None:
+        """Say once per kernel, at the kernel's definition, which inputs the model ranked it
+        without (a kernel outside the suite has no flops/bytes counts), instead of a line of
+        corpus.guide's own code."""
+        from train.predict import MissingInputsWarning
+
+        key = f"inputs:{entry}"
+        if not caught or key in self.warned:
+            return
+        self.warned.add(key)
+        code = getattr(getattr(jit, "fn", None), "__code__", None)
+        warnings.warn_explicit(
+            f"corpus.guide: model {self.model.name} ranks the configs of {entry} without some of "
+            f"its inputs ({caught[0].message})",
+            MissingInputsWarning,
+            filename=code.co_filename if code else "<kernel>",
+            lineno=code.co_firstlineno if code else 0,
+        )
 
     def _compiler_for(self, interpreter: bool, target: str) -> Callable[..., Any]:
         """On a GPU, compile in this process (the autotuner's own compiles then hit Triton's

@@ -67,6 +67,11 @@ def guided(model: str) -> dict[str, Any]:
         "all": [c.all_kwargs() for c in configs()],
         "compiles": [first_compiles, again_compiles, ranker.compiles],
         "warnings": [str(w.message) for w in caught if "corpus.guide" in str(w.message)],
+        "missing_inputs": [
+            {"message": str(w.message), "file": Path(w.filename).name}
+            for w in caught
+            if type(w.message).__name__ == "MissingInputsWarning"
+        ],
     }
 
 
