@@ -21,6 +21,7 @@ from train.replay.summary import (
     fraction_curves,
     mean_curves,
     regret_at,
+    seed_table,
     strategy_rows,
 )
 
@@ -86,6 +87,22 @@ def family_markdown(table: Sequence[Mapping[str, Any]], strategies: Sequence[str
     ]
     for row in table:
         cells = [str(row["family"]), str(row["runs"])]
+        cells += ["-" if row.get(s) is None else f"{row[s]:.2f}" for s in shown]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def seed_markdown(table: Sequence[Mapping[str, Any]], strategies: Sequence[str], max_families: int = 6) -> str:
+    """Per seed: held-out runs and families, each strategy's ratio to random at 2% regret."""
+    shown = [s for s in strategies if s != "random" and any(row.get(s) is not None for row in table)]
+    lines = [
+        "| seed | runs | held-out families | " + " | ".join(shown) + " |",
+        "|" + "---|" * (len(shown) + 3),
+    ]
+    for row in table:
+        families = list(row["families"])
+        named = ", ".join(families[:max_families]) + (f" and {len(families) - max_families} more" if len(families) > max_families else "")
+        cells = [str(row["seed"]), str(row["runs"]), named]
         cells += ["-" if row.get(s) is None else f"{row[s]:.2f}" for s in shown]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -162,7 +179,8 @@ def write_outputs(
     out.mkdir(parents=True, exist_ok=True)
     rows = strategy_rows(outcomes, strategies)
     families = family_table(outcomes, strategies)
-    markdown = render(rows, families, strategies, meta)
+    seeds = seed_table(outcomes, strategies)
+    markdown = render(rows, families, strategies, meta, seeds)
     (out / "replay.md").write_text(markdown)
     summary = {
         "meta": dict(meta),
@@ -177,6 +195,7 @@ def write_outputs(
             for row in rows
         },
         "families": families,
+        "seeds": seeds,
         "goal_vs_random": GOAL,
     }
     (out / "replay.json").write_text(json.dumps(_finite_json(summary), indent=1, allow_nan=False))
@@ -190,8 +209,10 @@ def render(
     families: Sequence[Mapping[str, Any]],
     strategies: Sequence[str],
     meta: Mapping[str, Any],
+    seed_rows: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The markdown report: what was replayed, the strategy table, ``auto``, per family."""
+    """The markdown report: what was replayed, the strategy table, ``auto``, per seed, per
+    family."""
     seeds = meta.get("seeds", [])
     parts = [
         "# Tuning replay",
@@ -208,6 +229,9 @@ def render(
     if auto:
         parts += ["", "`--budget auto` (stops when expected improvement < "
                   f"{meta.get('ei_threshold', 0.01):.0%}):", "", auto]  # fmt: skip
+    if seed_rows:
+        parts += ["", "Configs to reach 2% regret over random's, per seed (the *vs random* column "
+                  "averages these):", "", seed_markdown(seed_rows, strategies)]  # fmt: skip
     parts += ["", "Configs to reach 2% regret, per held-out family (pooled over seeds):", ""]
     parts.append(family_markdown(families, strategies))
     for note in meta.get("notes", []):

@@ -149,6 +149,27 @@ def family_table(
     return table
 
 
+def seed_table(outcomes: Sequence[RunOutcome], strategies: Sequence[str]) -> list[dict[str, object]]:
+    """Per seed (what the intervals are over): held-out runs and families, and each strategy's
+    benchmarks to 2 % regret over random's on that seed (the ratio ``vs random`` averages).
+    A strategy without random on the seed, or that never reaches 2 %, is None."""
+    random_needed = _per_seed([o for o in outcomes if o.strategy == "random"], lambda o: o.needed[0.02])
+    table = []
+    for seed in sorted({o.seed for o in outcomes}):
+        mine = [o for o in outcomes if o.seed == seed]
+        row: dict[str, object] = {
+            "seed": seed,
+            "runs": len({o.run_id for o in mine}),
+            "families": sorted({o.family for o in mine}),
+        }
+        for name in strategies:
+            needed = _per_seed([o for o in mine if o.strategy == name], lambda o: o.needed[0.02])
+            ratio = needed[seed] / random_needed[seed] if seed in needed and seed in random_needed else None
+            row[name] = ratio if ratio is not None and math.isfinite(ratio) else None
+        table.append(row)
+    return table
+
+
 def mean_curves(outcomes: Sequence[RunOutcome], strategies: Sequence[str]) -> dict[str, np.ndarray]:
     """Per strategy: mean regret after b = 1..max(n) benchmarks over all runs and seeds (a run
     with fewer configs keeps its last value: it is fully measured)."""

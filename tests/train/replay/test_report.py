@@ -42,3 +42,21 @@ def test_replay_json_nulls_unknown_figures_and_keeps_texts(tmp_path: Path) -> No
     assert summary["families"][0]["model"] is None
     assert summary["strategies"]["model"]["configs_to"]["0.02"]["mean"] is None
     assert summary["strategies"]["random"]["configs_to"]["0.02"]["mean"] == 3.0
+
+
+def test_per_seed_ratios_are_what_vs_random_averages(tmp_path: Path) -> None:
+    outcomes = [
+        _outcome(0, "random", "softmax", 4.0),
+        _outcome(0, "model", "softmax", 1.0),
+        _outcome(1, "random", "welford", 2.0),
+        _outcome(1, "model", "welford", 3.0),  # the model loses on this seed's family
+    ]
+    markdown = write_outputs(tmp_path, outcomes, ["random", "model"], {"seeds": [0, 1]})
+    summary = json.loads((tmp_path / "replay.json").read_text())
+    seeds = summary["seeds"]
+    assert [(row["seed"], row["families"], row["model"]) for row in seeds] == [
+        (0, ["softmax"], 0.25),
+        (1, ["welford"], 1.5),
+    ]
+    assert summary["strategies"]["model"]["vs_random"]["mean"] == np.mean([0.25, 1.5])
+    assert "| 1 | 1 | welford | 1.50 |" in markdown
