@@ -261,11 +261,7 @@ def event_rows(
         for item in configs
         if item.skip_reason is None
     }
-    listed = (
-        instruction_stats_now({k: o.sass_code for k, o in outcomes.items()}, context.ir_target)
-        if context.compiler is not None
-        else {}
-    )
+    listed = instruction_stats_now({k: o.sass_code for k, o in outcomes.items()}, context.ir_target)
     for index, item in enumerate(configs):
         compiled = outcomes.get(item.config.id)
         if compiled is None:  # skipped: never benchmarked, nothing compiled
