@@ -46,6 +46,7 @@ def test_triton_benchmarks_exactly_top_k_and_keeps_a_valid_config(report: dict) 
     # ranked), pointing at the kernel's definition rather than at corpus.guide's code.
     (missing,) = guided["missing_inputs"]
     assert "scale_kernel" in missing["message"] and "flops" in missing["message"]
+    assert "sass" not in missing["message"]  # one nvdisasm call listed every candidate
     assert missing["file"] == "kernels.py"
     assert guided["warnings"] == [missing["message"]]
 
