@@ -35,6 +35,7 @@ from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.runner import RunResult
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, score_candidates
+from train.guide.encoding import knob_matrix
 
 
 class GuidedRun:
@@ -169,6 +170,7 @@ class RunGuide:
                 scores.p_valid[order],
                 np.arange(1, n + 1),
                 default=None if default is None else rank_of[default] - 1,
+                features=knob_matrix(candidates.frame)[order],
                 settings=self.ei,
             )
             first = [ranked[i] for i in policy.start]

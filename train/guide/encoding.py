@@ -1,4 +1,5 @@
-"""The configs of one run as numbers an in-loop surrogate can split on.
+"""The configs of one run as numbers an in-loop tuner can compare: :func:`config_matrix` for
+LFBO's classifier to split on, :func:`knob_matrix` for expected improvement's distances.
 
 Within one run every config shares the kernel, problem and device, so what tells configs apart
 is their knobs (each meta-parameter by name, warps, stages), their launch (programs) and what
@@ -28,18 +29,42 @@ COUNT_COLUMNS = (
 MISSING = -1.0
 
 
+KNOB_COLUMNS = ("num_warps", "num_stages", "num_programs")
+"""Launch knobs every config row carries, besides its meta-parameters."""
+
+
+def knob_matrix(run: pl.DataFrame) -> np.ndarray:
+    """float64 [n_configs, n_knobs] for the rows of one run (row order kept): what a config
+    *is*, as the tuner chose it: each meta-parameter of ``config_params`` (log2), warps and
+    programs (log2(1 + v)) and stages; a value the row lacks is :data:`MISSING`. The same in
+    the replay (samples) and in the harvest (candidates), which compiled-code columns are not."""
+    columns = _param_columns(run)
+    for name in KNOB_COLUMNS:
+        if name in run.columns:
+            values = run[name].cast(pl.Float64).to_numpy().astype(np.float64)
+            columns.append(values if name == "num_stages" else np.log2(1 + np.clip(values, 0, None)))
+    if not columns:
+        return np.zeros((run.height, 1))
+    matrix = np.column_stack(columns)
+    return np.where(np.isfinite(matrix), matrix, MISSING)
+
+
+def _param_columns(run: pl.DataFrame) -> list[np.ndarray]:
+    if "config_params" not in run.columns:
+        return []
+    params = [{p["name"]: p["value"] for p in (row or [])} for row in run["config_params"].to_list()]
+    columns = []
+    for name in sorted({key for row in params for key in row}):
+        values = np.array([row.get(name, np.nan) for row in params], dtype=np.float64)
+        columns.append(np.log2(np.clip(values, 1, None)))
+    return columns
+
+
 def config_matrix(run: pl.DataFrame) -> np.ndarray:
     """float64 [n_configs, n_features] for the rows of one run (row order kept): one column per
     meta-parameter name in ``config_params`` (log2 of its value), then :data:`SIZE_COLUMNS`
     (log2(1 + v)) and :data:`COUNT_COLUMNS`; columns the frame lacks are left out."""
-    columns: list[np.ndarray] = []
-    if "config_params" in run.columns:
-        params = [
-            {p["name"]: p["value"] for p in (row or [])} for row in run["config_params"].to_list()
-        ]
-        for name in sorted({key for row in params for key in row}):
-            values = np.array([row.get(name, np.nan) for row in params], dtype=np.float64)
-            columns.append(np.log2(np.clip(values, 1, None)))
+    columns = _param_columns(run)
     for name in SIZE_COLUMNS:
         if name in run.columns:
             values = run[name].cast(pl.Float64).to_numpy().astype(np.float64)

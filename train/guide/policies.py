@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from train.guide.improvement import EiSettings, calibrate, expected_improvement
+from train.guide.improvement import EiSettings, belief, config_similarity, expected_improvement
 from train.guide.surrogate import LfboSettings, good_probability
 
 Measured = Mapping[int, float]
@@ -101,12 +101,15 @@ class LfboPolicy:
 class EiPolicy:
     """The model's predicted best and the default config first (the harvest always measures
     the default: the reference its speed-ups are quoted against), then the config of highest
-    expected improvement under the offline model's calibrated estimates
-    (:mod:`train.guide.improvement`); stops when that falls under ``settings.threshold``.
-    Until some config has run, configs come in the model's order and it never stops.
+    expected improvement under the offline model's estimates, corrected by what the run has
+    measured (:mod:`train.guide.improvement`); stops when that falls under
+    ``settings.threshold`` (never, at 0). Until some config has run, configs come in the model's
+    order and it never stops.
 
     ``predicted_ms``, ``p_valid``, ``rank``: [n] each, the model's verdict
-    (:class:`train.guide.scoring.Scores`)."""
+    (:class:`train.guide.scoring.Scores`); ``features``: float [n, k], the configs' knobs
+    (:func:`train.guide.encoding.knob_matrix`), which let a measurement inform its neighbours;
+    None: it informs only the calibration."""
 
     def __init__(
         self,
@@ -115,6 +118,7 @@ class EiPolicy:
         rank: np.ndarray,
         *,
         default: int | None,
+        features: np.ndarray | None = None,
         settings: EiSettings | None = None,
     ) -> None:
         self.predicted_log_ms = _log(np.asarray(predicted_ms, dtype=np.float64))
@@ -126,6 +130,7 @@ class EiPolicy:
             [default] if default not in (None, self.order[0]) else []
         )
         self.settings = settings or EiSettings()
+        self.similarity = config_similarity(features, len(self.order), self.settings)
         self.last_ei: float | None = None
         """The largest expected improvement at the last decision (relative, log units)."""
 
@@ -140,11 +145,11 @@ class EiPolicy:
         log_ms = _log(np.array([measured[int(i)] for i in indices], dtype=np.float64))
         if not np.isfinite(log_ms).any():
             return _first_unmeasured(self.order, measured)
-        calibration = calibrate(self.predicted_log_ms[indices], log_ms, self.settings)
         open_ = np.array([i for i in range(n) if i not in measured])
-        ei = expected_improvement(
-            self.predicted_log_ms[open_], self.p_valid[open_], float(log_ms.min()), calibration
+        believed = belief(
+            self.predicted_log_ms, indices, log_ms, open_, self.similarity, self.settings
         )
+        ei = expected_improvement(believed, self.p_valid[open_], float(log_ms.min()))
         self.last_ei = float(ei.max())
         if self.last_ei < math.log1p(self.settings.threshold):
             return None

@@ -13,8 +13,10 @@ Adaptive tuners (realized orders, averaged over ``repeats`` seeded draws):
   (:class:`train.guide.LfboPolicy`), random initial picks.
 - ``lfbo+model``: the same with the offline model as prior: its order for the initial picks
   (no default first), its rank as a feature of the classifier, its order to break ties.
-- ``auto``: ``--budget auto``'s policy (:class:`train.guide.EiPolicy`): the model's best and
-  the default config, then the highest expected improvement until it falls under the
+- ``ei``: ``--budget auto``'s policy (:class:`train.guide.EiPolicy`) without its stop: the
+  model's best and the default config, then the highest expected improvement under the model's
+  estimates corrected by what the run has measured (nearby knobs alike).
+- ``auto``: the same policy, stopping when the expected improvement falls under the
   threshold. Judged by what it spends and the regret it stops at.
 
 An adaptive replay stops simulating a run once it holds the true best (its regret stays 0), except
@@ -25,20 +27,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
 
 from train.guide import EiPolicy, EiSettings, LfboPolicy, Policy, Scores
-from train.guide.encoding import config_matrix
+from train.guide.encoding import config_matrix, knob_matrix
 from train.replay.curves import expected_curve, expected_needed, order_curve, order_needed
 
 STATIC = ("random", "default", "analytic", "tabular", "model")
-ADAPTIVE = ("lfbo", "lfbo+model")
+ADAPTIVE = ("lfbo", "lfbo+model", "ei")
 AUTO = "auto"
 STRATEGIES: tuple[str, ...] = (*STATIC, *ADAPTIVE, AUTO)
-NEEDS_MODEL = frozenset({"model", "lfbo+model", AUTO})
+NEEDS_MODEL = frozenset({"model", "lfbo+model", "ei", AUTO})
 TOLERANCES = (0.05, 0.02, 0.0)
 """Regret levels whose cost (benchmarks to reach) the table reports: 5 %, 2 %, the best."""
 
@@ -128,11 +130,18 @@ def drive(policy: Policy, latency_ms: np.ndarray, *, stop_at_best: bool) -> np.n
 
 
 def _policy_factory(name: str, run: RunInputs, ei: EiSettings) -> Callable[[int], Policy]:
-    if name == AUTO:
+    if name in (AUTO, "ei"):
         assert run.model is not None
         model = run.model
+        knobs = knob_matrix(run.frame)
+        settings = ei if name == AUTO else replace(ei, threshold=0.0)
         return lambda seed: EiPolicy(
-            model.predicted_ms, model.p_valid, model.rank, default=run.default, settings=ei
+            model.predicted_ms,
+            model.p_valid,
+            model.rank,
+            default=run.default,
+            features=knobs,
+            settings=settings,
         )
     features = config_matrix(run.frame)
     if name == "lfbo+model":
@@ -144,7 +153,8 @@ def _policy_factory(name: str, run: RunInputs, ei: EiSettings) -> Callable[[int]
 
 def replay_run(name: str, run: RunInputs, *, seed: int, repeats: int, ei: EiSettings) -> RunOutcome:
     """``name``'s outcome on ``run``: exact for static orders, the mean over ``repeats``
-    seeded draws for adaptive ones (``auto`` and ``lfbo+model`` are deterministic: one draw)."""
+    seeded draws for adaptive ones (``auto``, ``ei`` and ``lfbo+model`` are deterministic: one
+    draw)."""
     n = len(run.latency_ms)
     base = {"seed": seed, "run_id": run.run_id, "family": run.family, "strategy": name}
     if name in STATIC:
@@ -156,7 +166,7 @@ def replay_run(name: str, run: RunInputs, *, seed: int, repeats: int, ei: EiSett
             needed={t: expected_needed(scores, run.latency_ms, t) for t in TOLERANCES},
         )
     make = _policy_factory(name, run, ei)
-    draws = 1 if name in (AUTO, "lfbo+model") else repeats
+    draws = 1 if name in (AUTO, "ei", "lfbo+model") else repeats
     orders = [
         drive(make(seed * 1000 + draw), run.latency_ms, stop_at_best=name != AUTO)
         for draw in range(draws)

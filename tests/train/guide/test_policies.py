@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 
 from train.guide import EiPolicy, EiSettings, LfboPolicy, parse_budget
-from train.guide.improvement import calibrate
+from train.guide.encoding import knob_matrix
+from train.guide.improvement import belief, calibrate, config_similarity
 from train.guide.surrogate import labels_and_weights
 
 INF = math.inf
@@ -56,6 +58,63 @@ def test_auto_stops_early_when_the_model_is_right_and_explores_when_it_is_wrong(
     inverted = EiPolicy(latency[::-1].copy(), np.ones(8), rank[::-1].copy(), default=5)
     spent = drive(inverted, latency)
     assert len(spent) > 2 and 0 in spent  # measurements contradict the model: it keeps looking
+
+
+def drive_to_best(policy, latency):
+    measured: dict[int, float] = {}
+    while (index := policy.next(measured)) is not None:
+        measured[index] = float(latency[index])
+        if latency[index] <= latency.min():
+            break
+    return list(measured)
+
+
+def test_measurements_move_the_belief_about_configs_with_near_knobs_most():
+    settings = EiSettings()
+    knobs = np.arange(8.0)[:, None]
+    predicted = np.log(np.linspace(1.0, 2.0, 8))
+    open_ = np.arange(1, 7)
+    # The two ends measured: config 0 4x slower than the model says, config 7 as it says.
+    measured = np.array([0, 7])
+    log_ms = predicted[measured] + np.log([4.0, 1.0])
+    near = belief(predicted, measured, log_ms, open_, config_similarity(knobs, 8, settings), settings)
+    alone = belief(predicted, measured, log_ms, open_, config_similarity(None, 8, settings), settings)
+    # Independent errors: only the calibration learns; every open config is as uncertain.
+    calibration = calibrate(predicted[measured], log_ms, settings)
+    line = calibration.offset + calibration.slope * predicted[open_]
+    assert alone.mean == pytest.approx(line) and np.all(alone.sigma == calibration.sigma)
+    # With knobs: what the calibration leaves unexplained (0 slower than the line, 7 faster)
+    # carries over to each one's neighbours, and every open config is better known.
+    correction = near.mean - line
+    assert correction[0] > 0 > correction[-1] and np.all(np.diff(correction) < 0)
+    assert np.all(near.sigma < alone.sigma)
+
+
+def test_expected_improvement_moves_away_from_knobs_the_model_got_wrong():
+    knobs = np.arange(16.0)
+    latency = np.exp(-0.15 * knobs)  # the largest knob is fastest...
+    predicted, rank = np.exp(0.15 * knobs), np.arange(1, 17)  # ...the model believes the opposite
+    never_stop = EiSettings(threshold=0.0)
+    blind = EiPolicy(predicted, np.ones(16), rank, default=None, settings=never_stop)
+    assert drive_to_best(blind, latency) == list(range(16))  # only the calibration learns
+    seeing = EiPolicy(
+        predicted, np.ones(16), rank, default=None, features=knobs[:, None], settings=never_stop
+    )
+    spent = drive_to_best(seeing, latency)
+    assert spent[0] == 0 and spent[-1] == 15 and len(spent) <= 6
+
+
+def test_knobs_are_the_same_numbers_wherever_the_rows_come_from():
+    frame = pl.DataFrame(
+        {
+            "config_params": [[{"name": "BLOCK", "value": 64}], [{"name": "BLOCK", "value": 256}]],
+            "num_warps": [4, 8],
+            "num_stages": [2, 3],
+            "num_programs": [15, None],
+            "n_regs": [32, 40],  # compiled code: not a knob
+        }
+    )
+    assert knob_matrix(frame).tolist() == [[6.0, 2.0 + math.log2(5 / 4), 2.0, 4.0], [8.0, 3.0 + math.log2(9 / 8), 3.0, -1.0]]
 
 
 def test_calibration_fits_the_models_error_on_the_run():
