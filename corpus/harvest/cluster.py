@@ -28,7 +28,7 @@ import secrets
 import string
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -54,7 +54,7 @@ from corpus.harvest.compile_worker import CompileOutcome, CompileTask
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.plan import PlannedRun, plan_runs
-from corpus.harvest.report import print_plan
+from corpus.harvest.report import RunSummary, print_plan, print_summary
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import CompilePool, Execution, Harvester, HarvestTotals, bench_settings
 from corpus.harvest.scratch import scratch_directory
@@ -93,7 +93,7 @@ class LaneFacts:
 
 @dataclass(frozen=True)
 class RunDone:
-    """A committed run as the driver sees it: counts only, no rows."""
+    """A committed run as the driver sees it: counts, time and the summary's line, no rows."""
 
     run_id: str
     label: str
@@ -101,6 +101,16 @@ class RunDone:
     configs: int
     by_status: Mapping[str, int]
     seconds: float
+    """Wall seconds the lane spent on the run."""
+    summary: RunSummary | None = None
+    """Its best config and timing settings; None when nothing was measured (another harvest
+    committed the run while this lane waited for its claim)."""
+    compile_s: float = 0.0
+    bench_s: float = 0.0
+    bookkeeping_s: float = 0.0
+    static_stats_s: float = 0.0
+    """``cuobjdump`` in the compile tasks plus the lane's ``nvdisasm`` calls during the run."""
+    sass_calls: int = 0
 
 
 # -- compile tasks ----------------------------------------------------------------------------
@@ -219,6 +229,7 @@ class Lane:
         compiles queued first, so they run while this one is benchmarked."""
         self.current = run.run_id
         begin = time.perf_counter()
+        listed = self._listing_spent()
         compiles = self.prefetched.pop(run.run_id, None)
         if upcoming is not None and upcoming.run_id not in self.prefetched:
             self.prefetched[upcoming.run_id] = self.harvester.submit_compiles(upcoming)
@@ -227,6 +238,7 @@ class Lane:
         finally:
             self.current = None
         rows = result.rows if result else []
+        listing_s, listing_calls = (a - b for a, b in zip(self._listing_spent(), listed, strict=True))
         return RunDone(
             run.run_id,
             run.label,
@@ -234,7 +246,19 @@ class Lane:
             len(rows),
             Counter(row["status"] for row in rows),
             time.perf_counter() - begin,
+            summary=RunSummary.of(result) if result and rows else None,
+            compile_s=result.compile_s if result else 0.0,
+            bench_s=result.bench_s if result else 0.0,
+            bookkeeping_s=result.bookkeeping_s if result else 0.0,
+            static_stats_s=(result.static_stats_s if result else 0.0) + listing_s,
+            sass_calls=int(listing_calls),
         )
+
+    def _listing_spent(self) -> tuple[float, int]:
+        """Seconds and calls of the lane's ``nvdisasm`` batcher so far (it lists every run's
+        cubins before the run's rows are committed)."""
+        sass = self.harvester.sass
+        return (sass.busy_s, sass.calls) if sass is not None else (0.0, 0)
 
     def close(self) -> None:
         self.harvester.close()
@@ -415,11 +439,11 @@ def _harvest(
         begin = time.monotonic()
         feed_runs(feed, actors, console)
         elapsed = time.monotonic() - begin
+        totals = cluster_totals(feed.done)
         print_nodes(console, feed, elapsed)
-    totals = HarvestTotals(runs_done=len(feed.done), configs_done=sum(d.configs for d in feed.done))
-    for done in feed.done:
-        for status, n in done.by_status.items():
-            totals.by_status[status] = totals.by_status.get(status, 0) + n
+        print_summary(
+            console, totals, elapsed, config.out, runs=[d.summary for d in feed.done if d.summary]
+        )
     if feed.given_up:
         raise HarvestError(
             f"{len(feed.given_up)} run(s) not done: lost with their lane {MAX_ATTEMPTS} times, "
@@ -503,8 +527,23 @@ def _requeue(feed: Feed, run: PlannedRun, index: int, console: Console) -> None:
         feed.queue.appendleft(run)
 
 
+def cluster_totals(done: Sequence[RunDone]) -> HarvestTotals:
+    """The harvest's counters summed over what the lanes returned (no rows: the driver holds
+    none)."""
+    totals = HarvestTotals(runs_done=len(done), configs_done=sum(d.configs for d in done))
+    for run in done:
+        for status, n in run.by_status.items():
+            totals.by_status[status] = totals.by_status.get(status, 0) + n
+        totals.compile_s += run.compile_s
+        totals.bench_s += run.bench_s
+        totals.bookkeeping_s += run.bookkeeping_s
+        totals.static_stats_s += run.static_stats_s
+        totals.sass_calls += run.sass_calls
+    return totals
+
+
 def print_nodes(console: Console, feed: Feed, elapsed_s: float) -> None:
-    """The summary: runs, configs and throughput per node."""
+    """Runs, configs and throughput per node (before :func:`print_summary`'s totals)."""
     table = Table(title=f"per-node throughput ({elapsed_s:.1f} s wall)")
     for column in ("node", "runs", "configs", "busy s", "configs/s"):
         table.add_column(column, justify="left" if column == "node" else "right")
@@ -521,11 +560,5 @@ def print_nodes(console: Console, feed: Feed, elapsed_s: float) -> None:
             f"{configs / elapsed_s:.2f}" if elapsed_s > 0 else "-",
         )
     console.print(table)
-    statuses = Counter[str]()
-    for done in feed.done:
-        statuses.update(done.by_status)
-    console.print(
-        f"harvest finished: {len(feed.done)} run(s), {sum(statuses.values())} config(s); "
-        + ", ".join(f"{k} {v}" for k, v in statuses.most_common())
-        + (f"; {feed.lost} run(s) redone after a lost lane" if feed.lost else "")
-    )
+    if feed.lost:
+        console.print(f"{feed.lost} run(s) redone after a lost lane")

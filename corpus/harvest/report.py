@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -209,11 +210,10 @@ def format_duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def timing_line(totals: HarvestTotals) -> str:
+def timing_line(runs: Sequence[RunSummary]) -> str:
     """How the labels were taken: clock, passes x reps, configs timed once for a twin."""
-    rows = [row for result in totals.results for row in result.rows]
-    twins = sum(1 for row in rows if row.get("same_binary_as"))
-    settings = totals.results[0].timing if totals.results else {}
+    twins = sum(run.twins for run in runs)
+    settings = runs[0].timing if runs else {}
     if not settings:
         return "no configs timed"
     return (
@@ -255,6 +255,26 @@ class BestOfRun:
             best_ms=best["median_ms"] if best else None,
             default_ms=default["median_ms"] if default else None,
             best_config=compact_config(best) if best else "-",
+        )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the summary shows of one committed run: its best config and how it was timed.
+    Small (no rows), so a Ray lane returns it to the driver."""
+
+    best: BestOfRun
+    timing: Mapping[str, Any]
+    """The run's timing settings as ``runs`` records them (timer, timing_passes, ...)."""
+    twins: int
+    """Configs timed once for a twin (identical binary and launch)."""
+
+    @staticmethod
+    def of(result: RunResult) -> RunSummary:
+        return RunSummary(
+            best=BestOfRun.of(result),
+            timing=dict(result.timing),
+            twins=sum(1 for row in result.rows if row.get("same_binary_as")),
         )
 
 
@@ -304,8 +324,19 @@ def best_configs_listing(rows: list[BestOfRun], width: int, with_dtype: bool) ->
     return grouped_listing(listing, ("ok", "best ms", "speed-up"), "best config", width)
 
 
-def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out: str, max_rows: int = 25) -> None:
-    """The end of a harvest: counts, where time went, how labels were taken, best configs."""
+def print_summary(
+    console: Console,
+    totals: HarvestTotals,
+    elapsed_s: float,
+    out: str,
+    max_rows: int = 25,
+    runs: Sequence[RunSummary] | None = None,
+) -> None:
+    """The end of a harvest: counts, where time went, how labels were taken, best configs.
+    ``runs``: the committed runs to show (default: ``totals.results``; a Ray driver, which
+    holds no rows, passes what its lanes returned)."""
+    if runs is None:
+        runs = [RunSummary.of(result) for result in totals.results]
     statuses = ", ".join(f"{k} {v:,}" for k, v in sorted(totals.by_status.items(), key=lambda kv: -kv[1]))
     rate = totals.configs_done / elapsed_s if elapsed_s > 0 else 0.0
     per_config_ms = 1e3 * totals.bookkeeping_s / max(totals.configs_done, 1)
@@ -318,7 +349,7 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
             f"{format_duration(totals.static_stats_s)} ({totals.sass_calls} nvdisasm call(s)), benchmark "
             f"{format_duration(totals.bench_s)}, bookkeeping {per_config_ms:.2f} ms per config",
         ),
-        ("timing", timing_line(totals)),
+        ("timing", timing_line(runs)),
     ]
     if totals.workers_replaced:
         reasons = ", ".join(f"{why} x{count}" for why, count in Counter(totals.workers_replaced).most_common())
@@ -328,16 +359,16 @@ def print_summary(console: Console, totals: HarvestTotals, elapsed_s: float, out
         f"in {format_duration(elapsed_s)} ({rate:.2f} configs/s)"
     )
     print_trimmed(console, key_values(facts))
-    if not totals.results:
+    if not runs:
         return
-    shown = totals.results[:max_rows]
-    rows = sorted((BestOfRun.of(result) for result in shown), key=lambda r: r.family)  # stable: plan order within
+    shown = runs[:max_rows]
+    rows = sorted((run.best for run in shown), key=lambda r: r.family)  # stable: plan order within
     dtypes = {row.dtype for row in rows}
     one_dtype = next(iter(dtypes)) if len(dtypes) == 1 else None
-    more = f"; {plural(len(totals.results) - max_rows, 'more run')} not shown" if len(totals.results) > max_rows else ""
+    more = f"; {plural(len(runs) - max_rows, 'more run')} not shown" if len(runs) > max_rows else ""
     console.print(f"\n[bold]best config per run[/]{f' (all {one_dtype})' if one_dtype else ''}{more}")
     table = best_configs_table(rows, with_dtype=one_dtype is None)
     wide = print_table_or_listing(
         console, table, lambda: best_configs_listing(rows, console.width, with_dtype=one_dtype is None)
     )
-    print_trimmed(console, best_configs_legend((r.timing.get("timer", "") for r in shown), with_default=wide))
+    print_trimmed(console, best_configs_legend((str(r.timing.get("timer", "")) for r in shown), with_default=wide))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import threading
 import time
 from pathlib import Path
@@ -62,7 +63,14 @@ def single_process(reference_dataset) -> list[tuple[str, str]]:
 
 def test_ray_harvest_equals_a_single_process_harvest(local_ray, single_process, tmp_path):
     out = tmp_path / "d"
-    outcome = _harvest(out, ray="auto")
+    console = Console(file=io.StringIO(), width=200)
+    outcome = run_harvest(_config(out, ray="auto"), read_settings(), console)
+    printed = console.file.getvalue()
+    # The driver's summary: per node, then the totals and best configs a local harvest prints.
+    assert "per-node throughput" in printed and "best config per run" in printed
+    assert re.search(r"compile \d", printed) and "benchmark" in printed
+    for family in FAMILIES.split(","):
+        assert re.search(rf"^\s*{family}\b", printed, re.M), family
     rows = _committed(out)
     assert sorted(rows) == single_process
     assert len(rows) == len(set(rows))

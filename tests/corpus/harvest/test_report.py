@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
-from corpus.harvest.report import print_summary
+from corpus.harvest.cluster import RunDone, cluster_totals
+from corpus.harvest.report import RunSummary, print_summary
 from corpus.harvest.settings import read_settings
 from corpus.terminal import ListingRow, grouped_listing
 
@@ -125,3 +126,38 @@ def test_a_long_harvest_is_called_long_before_it_starts():
     estimated = long_run_notice(6500, interpreter=False, estimated_s=7200)
     assert estimated and "about 2 h 00 min here (estimated)" in estimated and QUICK_LOOK not in estimated
     assert long_run_notice(6500, interpreter=True, estimated_s=120) is None  # an estimate decides
+
+
+def test_a_ray_drivers_summary_shows_what_a_local_one_does(harvest):
+    """The Ray driver holds no rows: from what its lanes return for each run (RunDone) it
+    prints the same counts, time breakdown, timing line and best-config table."""
+    outcome, _ = harvest
+    results = outcome.totals.results
+    done = [
+        RunDone(
+            r.run.run_id,
+            r.run.label,
+            "node-a",
+            len(r.rows),
+            {"ok": sum(row["status"] == "ok" for row in r.rows)},
+            1.0,
+            summary=RunSummary.of(r),
+            compile_s=r.compile_s,
+            bench_s=r.bench_s,
+            bookkeeping_s=r.bookkeeping_s,
+            static_stats_s=r.static_stats_s,
+        )
+        for r in results
+    ]
+    totals = cluster_totals(done)
+    assert totals.runs_done == len(results) and totals.configs_done == outcome.totals.configs_done
+    assert totals.compile_s == pytest.approx(sum(r.compile_s for r in results)) and totals.compile_s > 0
+    assert totals.bench_s == pytest.approx(outcome.totals.bench_s) and totals.bench_s > 0
+    runs = [d.summary for d in done]
+    ray_text = render(240, lambda c: print_summary(c, totals, 75.0, "some/dataset", runs=runs))
+    local_text = render(240, lambda c: print_summary(c, outcome.totals, 75.0, "some/dataset"))
+    # Everything but the time line (the local harvest adds its batched nvdisasm seconds there).
+    def without_time(text: str) -> list[str]:
+        return [line for line in text.splitlines() if "summed over workers" not in line]
+    assert without_time(ray_text) == without_time(local_text)
+    assert "best config per run" in ray_text and "summed over workers" in ray_text
