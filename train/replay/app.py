@@ -47,7 +47,9 @@ from train.splits import assign_splits, split_frame
 from train.tables import HARVEST_MODES, load_samples, ranked_runs
 
 HELD_OUT = "test"
-"""The partition replayed: val runs chose the model's best epoch, so only test runs are unseen."""
+"""The partition replayed by default: val runs chose the model's best epoch, so only test runs
+are unseen."""
+REPLAYABLE = ("test", "val")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class ReplayConfig:
     harvests: str = "latest"
     threads: int | None = None
     ei_threshold: float = EiSettings().threshold
+    ei_lengthscale: float = EiSettings().lengthscale
+    ei_noise: float = EiSettings().noise_sigma
+    partition: str = HELD_OUT
+    """``val`` replays the runs that chose the model's epoch instead of the test runs: where a
+    tuner's settings (``--ei-*``) are chosen without looking at the figures they are judged by."""
     allow_unseen_arch: bool = False
     """Rank runs of an arch the model never saw (with a warning) instead of refusing."""
 
@@ -90,6 +97,12 @@ def check_config(config: ReplayConfig) -> None:
         raise ValueError(f"--harvests must be one of {', '.join(HARVEST_MODES)}")
     if not 0 < config.ei_threshold < 1:
         raise ValueError(f"--ei-threshold must be in (0, 1), got {config.ei_threshold}")
+    if not config.ei_lengthscale > 0:
+        raise ValueError(f"--ei-lengthscale must be > 0, got {config.ei_lengthscale}")
+    if not config.ei_noise > 0:
+        raise ValueError(f"--ei-noise must be > 0, got {config.ei_noise}")
+    if config.partition not in REPLAYABLE:
+        raise ValueError(f"--partition must be one of {', '.join(REPLAYABLE)}, got {config.partition}")
 
 
 @dataclass(frozen=True)
@@ -174,12 +187,14 @@ def select_checkpoints(root: Path, model_name: str | None, split: str | None) ->
     return Selection(model_name, split, tuple(c.path for c in mine if c.kind == split))
 
 
-def default_out(root: Path, selection: Selection) -> Path:
+def default_out(root: Path, selection: Selection, partition: str = HELD_OUT) -> Path:
     """Where the report goes without ``--out``: ``CHECKPOINT/replay`` for one checkpoint
-    directory, ``OUT/replay/<model>-<kind>`` for a ``python -m train`` output."""
+    directory, ``OUT/replay/<model>-<kind>`` for a ``python -m train`` output; ``-val``
+    appended when the val runs are replayed."""
+    suffix = "" if partition == HELD_OUT else f"-{partition}"
     if (root / META).is_file():
-        return root / "replay"
-    return root / "replay" / f"{selection.name}-{selection.kind}"
+        return root / f"replay{suffix}"
+    return root / "replay" / f"{selection.name}-{selection.kind}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -266,7 +281,7 @@ def partitions(
             f"seed {seed_model.seed}: no splits.parquet matching --data beside the checkpoint; "
             f"the {seed_model.split} split was drawn again as python -m train drew it"
         )
-    return split_frame(samples, splits, "train"), split_frame(samples, splits, HELD_OUT), note
+    return split_frame(samples, splits, "train"), split_frame(samples, splits, config.partition), note
 
 
 def static_scores(
@@ -330,7 +345,7 @@ def replay_seed(
         model = score_candidates(
             seed_model.model, held, *ir_tables, allow_unseen_arch=config.allow_unseen_arch
         )
-    ei = EiSettings(threshold=config.ei_threshold)
+    ei = ei_settings(config)
     outcomes = []
     bounds = (
         held.with_row_index("__i")
@@ -351,6 +366,15 @@ def replay_seed(
                 replay_run(name, run, seed=seed_model.seed, repeats=config.repeats, ei=ei)
             )
     return outcomes, note
+
+
+def ei_settings(config: ReplayConfig) -> EiSettings:
+    """The expected-improvement settings ``ei`` and ``auto`` replay with."""
+    return EiSettings(
+        threshold=config.ei_threshold,
+        lengthscale=config.ei_lengthscale,
+        noise_sigma=config.ei_noise,
+    )
 
 
 def run_replay(
@@ -388,6 +412,9 @@ def run_replay(
         "configs": int(sum(runs.values())),
         "repeats": config.repeats,
         "ei_threshold": config.ei_threshold,
+        "ei_lengthscale": config.ei_lengthscale,
+        "ei_noise": config.ei_noise,
+        "partition": config.partition,
         "strategies": list(config.strategies),
         "notes": notes,
     }

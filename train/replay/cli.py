@@ -11,7 +11,10 @@ from pathlib import Path
 
 from schemas import DatasetError
 from schemas.argtypes import number, positive_int
+from train.guide import EiSettings
 from train.replay.app import (
+    HELD_OUT,
+    REPLAYABLE,
     ReplayConfig,
     check_config,
     default_out,
@@ -81,6 +84,26 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         help="auto stops when no config is expected to improve the best by this fraction (default: 0.01)",
     )
     parser.add_argument(
+        "--ei-lengthscale",
+        type=number(minimum=0.0, exclusive_minimum=True),
+        default=EiSettings().lengthscale,
+        help="knob distance at which ei and auto take two configs' model errors as 0.61 alike "
+        f"(default: {EiSettings().lengthscale:g})",
+    )
+    parser.add_argument(
+        "--ei-noise",
+        type=number(minimum=0.0, exclusive_minimum=True),
+        default=EiSettings().noise_sigma,
+        help=f"benchmark noise ei and auto assume, std of log latency (default: {EiSettings().noise_sigma:g})",
+    )
+    parser.add_argument(
+        "--partition",
+        choices=REPLAYABLE,
+        default=HELD_OUT,
+        help="replay the test runs (default) or the val runs, to choose --ei-* settings on runs "
+        "the test figures do not include",
+    )
+    parser.add_argument(
         "--threads", type=positive_int, default=None, help="torch intra-op threads (default: torch's)"
     )
     parser.add_argument(
@@ -101,6 +124,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         harvests=args.harvests,
         threads=args.threads,
         ei_threshold=args.ei_threshold,
+        ei_lengthscale=args.ei_lengthscale,
+        ei_noise=args.ei_noise,
+        partition=args.partition,
         allow_unseen_arch=args.allow_unseen_arch,
     )
     try:
@@ -109,7 +135,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         parser.error(str(exc))
     if config.out is None:
         selection = select_checkpoints(Path(config.model), config.model_name, config.split)
-        config = replace(config, out=str(default_out(Path(config.model), selection)))
+        config = replace(
+            config, out=str(default_out(Path(config.model), selection, config.partition))
+        )
     return config
 
 

@@ -218,7 +218,8 @@ def render(
         "# Tuning replay",
         "",
         f"data `{meta.get('data')}`, model `{meta.get('model')}`, split `{meta.get('split')}`, "
-        f"seeds {', '.join(map(str, seeds))} ({meta.get('runs')} held-out runs over all seeds, "
+        f"seeds {', '.join(map(str, seeds))} ({meta.get('runs')} held-out "
+        f"{'val ' if meta.get('partition') == 'val' else ''}runs over all seeds, "
         f"{meta.get('configs')} configs), adaptive draws per run: {meta.get('repeats')}",
         "",
         HOW_TO_READ,

@@ -29,9 +29,9 @@ def trained(harvested: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _test_runs(trained: Path, kind: str, seed: int) -> set[str]:
+def _test_runs(trained: Path, kind: str, seed: int, partition: str = "test") -> set[str]:
     splits = pl.read_parquet(trained / "splits.parquet")
-    chosen = splits.filter((pl.col("kind") == kind) & (pl.col("seed") == seed) & (pl.col("split") == "test"))
+    chosen = splits.filter((pl.col("kind") == kind) & (pl.col("seed") == seed) & (pl.col("split") == partition))
     return set(chosen["run_id"])
 
 
@@ -69,6 +69,21 @@ def test_each_split_kind_replays_its_own_checkpoints_and_held_out_runs(harvested
         assert replayed == _test_runs(trained, "cluster", seed) & set(ranked_runs(load_samples(harvested)))
 
 
+def test_the_val_partition_replays_the_val_runs_into_a_directory_of_its_own(harvested, trained, capsys):
+    """Settings of a tuner are chosen on val runs (--partition val), so the test figures they
+    are judged by were never looked at; the report does not overwrite the test replay's."""
+    assert main(["--data", harvested, "--model", str(trained), "--partition", "val", "--strategies", "random,ei"]) == 0
+    assert "held-out val runs" in capsys.readouterr().out
+    runs = pl.read_parquet(trained / "replay" / "gnn-family-val" / "runs.parquet")
+    rankable = set(ranked_runs(load_samples(harvested)))
+    for seed in (0, 1):
+        replayed = set(runs.filter(pl.col("seed") == seed)["run_id"])
+        assert replayed and replayed == _test_runs(trained, "family", seed, "val") & rankable
+        assert not replayed & _test_runs(trained, "family", seed)
+    summary = json.loads((trained / "replay" / "gnn-family-val" / "replay.json").read_text())
+    assert summary["meta"]["partition"] == "val"
+
+
 @pytest.mark.parametrize("kind", ["family", "cluster"])
 def test_a_checkpoint_without_its_splits_file_redraws_the_same_split(harvested, trained, tmp_path, kind, capsys):
     """A seed's checkpoint copied away from its output (no splits.parquet above it) replays
@@ -93,6 +108,8 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
         (["--model", str(trained), "--split", "shape"], "gnn has family, cluster only"),
         (["--model", str(trained), "--model-name", "mlp"], "checkpoints has gnn"),
         (["--model", str(trained / "checkpoint"), "--split", "cluster"], "trained on the family split"),
+        (["--model", str(trained), "--partition", "train"], "invalid choice: 'train'"),
+        (["--model", str(trained), "--ei-lengthscale", "0"], "--ei-lengthscale"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["--data", harvested, *argv])
