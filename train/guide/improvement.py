@@ -11,7 +11,7 @@ estimate, calibrated on the run, plus an error that varies smoothly over the con
   >= 0 (a model whose order the measurements contradict stops informing the order); the
   residuals' spread (m - 1 degrees of freedom), pooled with the prior spread, becomes sigma.
 - **The error over configs.** ``e`` is a Gaussian process of that sigma whose correlation
-  between two configs falls with the distance of their knobs (:func:`config_similarity`):
+  between two configs falls with the distance of their knobs (:class:`ConfigSimilarity`):
   a config measured slower than calibrated makes its neighbours expected slower too, and
   uncertainty shrinks near what was measured. So where the model is wrong about a whole region
   of the space (a kernel unlike any it was trained on), the tuner moves away from it instead
@@ -78,22 +78,35 @@ def calibrate(
     return Calibration(offset, slope, math.sqrt(spread / (settings.prior_weight + y.size - 1)))
 
 
-def config_similarity(features: np.ndarray | None, n: int, settings: EiSettings) -> np.ndarray:
-    """float [n, n] correlation of the model's error between the configs of one run:
+class ConfigSimilarity:
+    """Correlation of the model's error between the configs of one run:
     ``exp(-d^2 / (2 lengthscale^2))``, d the root mean square over ``features`` (float [n, f],
     :func:`train.guide.encoding.knob_matrix`) of their difference in units of that feature's
-    standard deviation over the run; features constant over the run are ignored. The identity
-    when ``features`` is None or nothing varies."""
-    if features is None:
-        return np.eye(n)
-    values = np.asarray(features, dtype=np.float64).reshape(n, -1)
-    spread = values.std(axis=0)
-    varying = spread > 1e-9
-    if not varying.any():
-        return np.eye(n)
-    scaled = (values[:, varying] - values[:, varying].mean(axis=0)) / spread[varying]
-    squared = ((scaled[:, None, :] - scaled[None, :, :]) ** 2).mean(axis=2)
-    return np.exp(-0.5 * squared / settings.lengthscale**2)
+    standard deviation over the run; features constant over the run are ignored. Configs are
+    only alike to themselves when ``features`` is None or nothing varies. Blocks are computed
+    on demand (:meth:`between`): a tuner needs measured x unmeasured, never n x n."""
+
+    def __init__(self, features: np.ndarray | None, n: int, settings: EiSettings) -> None:
+        self.lengthscale = settings.lengthscale
+        self.scaled: np.ndarray | None = None
+        if features is None:
+            return
+        values = np.asarray(features, dtype=np.float64).reshape(n, -1)
+        spread = values.std(axis=0)
+        varying = spread > 1e-9
+        if varying.any():
+            self.scaled = (values[:, varying] - values[:, varying].mean(axis=0)) / spread[varying]
+
+    def between(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """float [len(rows), len(columns)]: the correlation of each pair of config indices."""
+        if self.scaled is None:
+            return (rows[:, None] == columns[None, :]).astype(np.float64)
+        a, b = self.scaled[rows], self.scaled[columns]
+        squared = np.zeros((len(rows), len(columns)))
+        for feature in range(a.shape[1]):  # one [rows, columns] block at a time, not x features
+            squared += (a[:, feature, None] - b[None, :, feature]) ** 2
+        squared /= a.shape[1]
+        return np.exp(-0.5 * squared / self.lengthscale**2)
 
 
 @dataclass(frozen=True)
@@ -110,14 +123,13 @@ def belief(
     measured: np.ndarray,
     measured_log_ms: np.ndarray,
     candidates: np.ndarray,
-    similarity: np.ndarray,
+    similarity: ConfigSimilarity,
     settings: EiSettings,
 ) -> Belief:
     """The belief about ``candidates`` (int [k], config indices) given the configs ``measured``
     (int [m]) and their log latencies (float [m], inf for a failure, which says nothing of its
     latency): the calibrated model plus the Gaussian-process posterior of its error.
-    ``predicted_log_ms``: float [n] over every config; ``similarity``: [n, n]
-    (:func:`config_similarity`)."""
+    ``predicted_log_ms``: float [n] over every config."""
     calibration = calibrate(predicted_log_ms[measured], measured_log_ms, settings)
     prior_mean = calibration.offset + calibration.slope * predicted_log_ms[candidates]
     known = np.isfinite(measured_log_ms) & np.isfinite(predicted_log_ms[measured])
@@ -126,8 +138,8 @@ def belief(
     if seen.size == 0:
         return Belief(prior_mean, np.full(candidates.shape, calibration.sigma))
     errors = measured_log_ms[known] - (calibration.offset + calibration.slope * predicted_log_ms[seen])
-    gram = variance * similarity[np.ix_(seen, seen)] + settings.noise_sigma**2 * np.eye(seen.size)
-    cross = variance * similarity[np.ix_(candidates, seen)]
+    gram = variance * similarity.between(seen, seen) + settings.noise_sigma**2 * np.eye(seen.size)
+    cross = variance * similarity.between(candidates, seen)
     weights = np.linalg.solve(gram, cross.T)  # [m', k]
     mean = prior_mean + weights.T @ errors
     remaining = variance - np.einsum("km,mk->k", cross, weights)

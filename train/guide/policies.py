@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from train.guide.improvement import EiSettings, belief, config_similarity, expected_improvement
+from train.guide.improvement import ConfigSimilarity, EiSettings, belief, expected_improvement
 from train.guide.surrogate import LfboSettings, good_probability
 
 Measured = Mapping[int, float]
@@ -130,7 +130,7 @@ class EiPolicy:
             [default] if default not in (None, self.order[0]) else []
         )
         self.settings = settings or EiSettings()
-        self.similarity = config_similarity(features, len(self.order), self.settings)
+        self.similarity = ConfigSimilarity(features, len(self.order), self.settings)
         self.last_ei: float | None = None
         """The largest expected improvement at the last decision (relative, log units)."""
 

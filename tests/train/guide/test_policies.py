@@ -11,7 +11,7 @@ import pytest
 
 from train.guide import EiPolicy, EiSettings, LfboPolicy, parse_budget
 from train.guide.encoding import knob_matrix
-from train.guide.improvement import belief, calibrate, config_similarity
+from train.guide.improvement import ConfigSimilarity, belief, calibrate
 from train.guide.surrogate import labels_and_weights
 
 INF = math.inf
@@ -77,8 +77,8 @@ def test_measurements_move_the_belief_about_configs_with_near_knobs_most():
     # The two ends measured: config 0 4x slower than the model says, config 7 as it says.
     measured = np.array([0, 7])
     log_ms = predicted[measured] + np.log([4.0, 1.0])
-    near = belief(predicted, measured, log_ms, open_, config_similarity(knobs, 8, settings), settings)
-    alone = belief(predicted, measured, log_ms, open_, config_similarity(None, 8, settings), settings)
+    near = belief(predicted, measured, log_ms, open_, ConfigSimilarity(knobs, 8, settings), settings)
+    alone = belief(predicted, measured, log_ms, open_, ConfigSimilarity(None, 8, settings), settings)
     # Independent errors: only the calibration learns; every open config is as uncertain.
     calibration = calibrate(predicted[measured], log_ms, settings)
     line = calibration.offset + calibration.slope * predicted[open_]
