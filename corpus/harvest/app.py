@@ -31,6 +31,7 @@ from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.pending import PendingFinish, files_of
 from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
 from corpus.harvest.report import (
+    BestOfRun,
     HarvestProgress,
     long_run_notice,
     print_plan,
@@ -59,6 +60,7 @@ from schemas.writer import new_writer_id
 
 if TYPE_CHECKING:
     from corpus.harvest.guided import RunGuide
+    from train.guide import Budget, GuideModel
 
 DEFAULT_IR_TARGET = "sm_90"
 
@@ -372,7 +374,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
             totals = harvester.run(todo)
         print_summary(console, totals, progress.elapsed_s, config.out)
         if guide is not None:
-            guide.print_summary(console, totals.results)
+            guide.print_summary(console, [BestOfRun.of(result) for result in totals.results])
     return HarvestOutcome(planned, len(planned) - len(todo), totals)
 
 
@@ -429,23 +431,19 @@ def finish_interrupted(config: HarvestConfig, planned: list[PlannedRun], console
 
 
 def check_guided(config: HarvestConfig) -> None:
-    """``--rank-with`` and ``--budget`` go together, and not (yet) with ``--ray``."""
+    """``--rank-with`` and ``--budget`` go together."""
     if (config.rank_with is None) != (config.budget is None):
         given, missing = ("--rank-with", "--budget") if config.rank_with else ("--budget", "--rank-with")
         raise HarvestError(f"{given} needs {missing} (e.g. --rank-with results/checkpoint --budget 4)")
-    if config.rank_with is not None and config.ray is not None:
-        raise HarvestError("--rank-with does not run on Ray yet: harvest without --ray (one machine or --shard)")
 
 
-def load_guide(config: HarvestConfig, arch: str, console: Console) -> RunGuide | None:
-    """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
-    them); a bad budget or model directory is a :class:`HarvestError` naming it. A model that
-    refuses the device's ``arch`` (it never saw it in training) guides nothing: one warning,
-    and the harvest benchmarks every config as without ``--budget``."""
+def load_guide_inputs(config: HarvestConfig) -> tuple[GuideModel, Budget] | None:
+    """The model and budget of ``--rank-with``/``--budget`` (None without them); a bad budget
+    or model directory is a :class:`HarvestError` naming it."""
     if config.rank_with is None or config.budget is None:
         return None
-    from corpus.harvest.guided import RunGuide  # loads train (torch): only for a guided harvest
-    from train.guide import arch_refusal, load_model, parse_budget
+    # train (torch) is loaded only for a guided harvest
+    from train.guide import load_model, parse_budget
 
     try:
         budget = parse_budget(config.budget)
@@ -455,6 +453,21 @@ def load_guide(config: HarvestConfig, arch: str, console: Console) -> RunGuide |
         model = load_model(config.rank_with)
     except (OSError, ValueError, KeyError) as exc:
         raise HarvestError(f"--rank-with {config.rank_with}: {exc}") from None
+    return model, budget
+
+
+def load_guide(config: HarvestConfig, arch: str, console: Console) -> RunGuide | None:
+    """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
+    them; errors as :func:`load_guide_inputs`). A model that refuses the device's ``arch`` (it
+    never saw it in training) guides nothing: one warning, and the harvest benchmarks every
+    config as without ``--budget``."""
+    inputs = load_guide_inputs(config)
+    if inputs is None:
+        return None
+    from corpus.harvest.guided import RunGuide
+    from train.guide import arch_refusal
+
+    model, budget = inputs
     refusal = arch_refusal(model, arch)
     if refusal is not None:
         message = f": --rank-with {config.rank_with} cannot rank for this device ({refusal}); every config is benchmarked, as without --budget"

@@ -23,6 +23,7 @@ store) has none, as for any harvest.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import secrets
 import string
@@ -31,7 +32,7 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -44,6 +45,8 @@ from corpus.harvest.app import (
     device_facts,
     finish_interrupted,
     harvesting,
+    load_guide,
+    load_guide_inputs,
     plan_request,
     resolve_execution,
     versions,
@@ -62,6 +65,9 @@ from corpus.harvest.settings import read_settings, triton_cache_dir, worker_envi
 from corpus.suite.spec import KernelSpec
 from schemas.enums import DEVICE_INTERPRETER
 from schemas.writer import new_writer_id
+
+if TYPE_CHECKING:
+    from corpus.harvest.guided import GuideStats  # imports train (torch): a guided harvest only
 
 LANE_RESOURCE = "kernel_corpus_lane"
 """Custom Ray resource that stands for a benchmark lane on the interpreter (no GPU): start the
@@ -102,6 +108,8 @@ class RunDone:
     by_status: Mapping[str, int]
     seconds: float
     """Wall seconds the lane spent on the run."""
+    guided: GuideStats | None = None
+    """``--rank-with``: the run's share of the guide's counts (configs compiled, benchmarked)."""
     summary: RunSummary | None = None
     """Its best config and timing settings; None when nothing was measured (another harvest
     committed the run while this lane waited for its claim)."""
@@ -201,6 +209,9 @@ class Lane:
         )
 
         specs = load_families(config.suite, config.families)
+        # --rank-with: each lane ranks its own runs (the model directory must be on every node,
+        # as the suite is); the driver printed the warning of a model refusing this arch
+        self.guide = load_guide(config, facts.arch, Console(file=io.StringIO()))
         self.harvester = Harvester(
             execution,
             specs,
@@ -211,6 +222,7 @@ class Lane:
             pool=RayCompilePool(execution, environment_for(False)),
             claims=RunClaims.for_harvest(config.out, known or (), enabled=known is not None),
             writer_id=f"{token}-{new_writer_id()}",
+            guide=self.guide,
         )
         self.facts = LaneFacts(ray.util.get_node_ip_address(), facts, toolchain, execution)
         self.current: str | None = None
@@ -230,6 +242,7 @@ class Lane:
         self.current = run.run_id
         begin = time.perf_counter()
         listed = self._listing_spent()
+        guided = self.guide.snapshot() if self.guide is not None else None
         compiles = self.prefetched.pop(run.run_id, None)
         if upcoming is not None and upcoming.run_id not in self.prefetched:
             self.prefetched[upcoming.run_id] = self.harvester.submit_compiles(upcoming)
@@ -246,6 +259,7 @@ class Lane:
             len(rows),
             Counter(row["status"] for row in rows),
             time.perf_counter() - begin,
+            guided=None if guided is None or self.guide is None else self.guide.snapshot().since(guided),
             summary=RunSummary.of(result) if result and rows else None,
             compile_s=result.compile_s if result else 0.0,
             bench_s=result.bench_s if result else 0.0,
@@ -355,6 +369,7 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         raise HarvestError("--ray needs Ray: pip install -e '.[ray]' in a clone") from None
     if config.shard != (0, 1):
         raise HarvestError("--ray schedules the whole plan dynamically; drop --shard")
+    load_guide_inputs(config)  # a bad --budget or --rank-with is refused before any actor starts
     specs = load_families(config.suite, config.families)  # bad input is refused before any work
     check_dtypes(config.dtypes, specs)
     interpreter = config.device == "cpu"
@@ -419,8 +434,11 @@ def _harvest(
     planned = plan_runs(specs, request)
     check_plan(planned, why_empty=[], allow_empty=config.allow_empty)
     settings = bench_settings(first.execution)
+    guide = load_guide(config, first.facts.arch, console)  # warns once when it refuses the arch
     resumed = (
-        resume_plan(config.out, planned, settings) if config.resume else ResumePlan(list(planned))
+        resume_plan(config.out, planned, settings, budgeted=guide is not None)
+        if config.resume
+        else ResumePlan(list(planned))
     )
     if config.dry_run:
         committed = {r.run_id for r in planned} - {r.run_id for r in resumed.todo}
@@ -441,9 +459,13 @@ def _harvest(
         elapsed = time.monotonic() - begin
         totals = cluster_totals(feed.done)
         print_nodes(console, feed, elapsed)
-        print_summary(
-            console, totals, elapsed, config.out, runs=[d.summary for d in feed.done if d.summary]
-        )
+        runs = [d.summary for d in feed.done if d.summary]
+        print_summary(console, totals, elapsed, config.out, runs=runs)
+        if guide is not None:
+            for done in feed.done:
+                if done.guided is not None:
+                    guide.stats.add(done.guided)
+            guide.print_summary(console, [run.best for run in runs])
     if feed.given_up:
         raise HarvestError(
             f"{len(feed.given_up)} run(s) not done: lost with their lane {MAX_ATTEMPTS} times, "

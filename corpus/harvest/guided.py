@@ -32,7 +32,6 @@ from corpus.harvest.compile_worker import CompileOutcome
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.report import BestOfRun
 from corpus.harvest.resume import BUDGET_SKIP
-from corpus.harvest.runner import RunResult
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, score_candidates
 from train.guide.encoding import knob_matrix
@@ -100,6 +99,24 @@ class GuideStats:
     runs: int = 0
     notes: Counter[str] = field(default_factory=Counter)
     """Why the model could not rank a run -> how many runs (benchmarked in full)."""
+
+    def copy(self) -> GuideStats:
+        return GuideStats(self.compiled, self.benchmarked, self.runs, Counter(self.notes))
+
+    def since(self, before: GuideStats) -> GuideStats:
+        """What was added after ``before`` (a :meth:`copy` of this object): one run's share."""
+        return GuideStats(
+            self.compiled - before.compiled,
+            self.benchmarked - before.benchmarked,
+            self.runs - before.runs,
+            self.notes - before.notes,
+        )
+
+    def add(self, other: GuideStats) -> None:
+        self.compiled += other.compiled
+        self.benchmarked += other.benchmarked
+        self.runs += other.runs
+        self.notes.update(other.notes)
 
 
 class RunGuide:
@@ -195,8 +212,14 @@ class RunGuide:
         with self.lock:
             self.stats.benchmarked += configs
 
-    def print_summary(self, console: Console, results: Sequence[RunResult]) -> None:
-        """Benchmarks spent vs an exhaustive harvest, and what was found."""
+    def snapshot(self) -> GuideStats:
+        """The counts so far (a Ray lane takes one before and after each run)."""
+        with self.lock:
+            return self.stats.copy()
+
+    def print_summary(self, console: Console, best_of: Sequence[BestOfRun]) -> None:
+        """Benchmarks spent vs an exhaustive harvest, and what was found (``best_of``: the
+        summary's line of each run)."""
         stats = self.stats
         share = stats.benchmarked / stats.compiled if stats.compiled else 0.0
         console.print(
@@ -204,7 +227,6 @@ class RunGuide:
             f"{stats.benchmarked} of {stats.compiled} compiled config(s) ({share:.0%}) in "
             f"{stats.runs} run(s); an exhaustive harvest benchmarks all {stats.compiled}"
         )
-        best_of = [BestOfRun.of(result) for result in results]
         speedups = [
             row.default_ms / row.best_ms
             for row in best_of

@@ -66,6 +66,29 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
     assert measured.select("run_id", "config_id").is_duplicated().sum() == 0  # none measured twice
 
 
+def test_a_budgeted_harvest_on_ray_plans_as_one_machine_does(guide_model: Path, ray_cluster, tmp_path: Path) -> None:
+    """Each lane ranks its runs with the model: K + 1 measured rows per run, the rest skipped
+    naming the model; the driver's summary counts what the lanes benchmarked; a rerun without
+    budget (on Ray too) measures the rest, none twice."""
+    out = tmp_path / "ray"
+    printed = harvest(out, rank_with=str(guide_model), budget="1", ray="auto", device="cpu")
+    first = rows(out)
+    assert first["run_id"].n_unique() == 3
+    for run_id, group in first.group_by("run_id"):
+        assert Counter(group["status"]) == {"ok": 2, "skipped": 2}, run_id
+        assert group.filter(pl.col("is_default"))["status"].to_list() == ["ok"]
+    skipped = first.filter(pl.col("status") == "skipped")
+    assert all(e.startswith(f"{BUDGET_SKIP} 1: model checkpoint@") for e in skipped["error"])
+    flat = " ".join(printed.split())
+    assert "benchmarked 6 of 12 compiled config(s)" in flat and "best config per run" in flat
+
+    harvest(out, ray="auto", device="cpu")
+    latest = rows(out)
+    assert latest.height == 12 and set(latest["status"]) == {"ok"}
+    measured = rows(out, "all").filter(pl.col("status") != "skipped")
+    assert measured.select("run_id", "config_id").is_duplicated().sum() == 0
+
+
 def test_auto_budget_benchmarks_the_models_best_and_the_default(guide_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "auto"
     harvest(out, rank_with=str(guide_model), budget="auto")
@@ -96,7 +119,7 @@ def test_a_model_that_never_saw_the_device_guides_nothing_with_one_warning(
         (["--rank-with", "x"], "--rank-with needs --budget"),
         (["--rank-with", "no-such-model", "--budget", "4"], "no checkpoint.json"),
         (["--rank-with", "MODEL", "--budget", "lots"], "--budget 'lots'"),
-        (["--rank-with", "MODEL", "--budget", "4", "--ray", "local"], "does not run on Ray"),
+        (["--rank-with", "no-such-model", "--budget", "4", "--ray", "local"], "no checkpoint.json"),
     ],
 )
 def test_bad_guidance_is_refused_before_any_work(argv, message, guide_model, tmp_path, capsys) -> None:
