@@ -116,13 +116,34 @@ def _listening(always_compile: bool) -> Iterator[dict[str, Any]]:
     def listener(*, cache_hit: bool, **_: Any) -> None:
         seen["cache_hit"] = cache_hit
 
-    with _KNOB_LOCK, compilation_listener(listener):
-        previous_always = knobs.compilation.always_compile
-        knobs.compilation.always_compile = always_compile or previous_always
-        try:
-            yield seen
-        finally:
-            knobs.compilation.always_compile = previous_always
+    with _KNOB_LOCK, compilation_listener(listener), _knob_restored(knobs.compilation, "always_compile"):
+        knobs.compilation.always_compile = always_compile or knobs.compilation.always_compile
+        yield seen
+
+
+@contextlib.contextmanager
+def _knob_restored(group: Any, name: str) -> Iterator[None]:
+    """Put Triton knob ``group.name`` back as it was: its override and its environment
+    variable. Setting a knob writes its variable (``TRITON_ALWAYS_COMPILE=0``), and assigning
+    the old value back would leave it set where it was unset: the process, its children and a
+    later harvest's toolchain fingerprint would see an environment the user never set."""
+    descriptor = type(group).__dict__.get(name)
+    key = getattr(descriptor, "key", None)
+    saved_env = os.environ.get(key) if key else None
+    overridden = name in vars(group)
+    saved_override = vars(group).get(name)
+    try:
+        yield
+    finally:
+        if overridden:
+            vars(group)[name] = saved_override
+        else:
+            vars(group).pop(name, None)
+        if key:
+            if saved_env is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = saved_env
 
 
 _KNOB_LOCK = threading.Lock()

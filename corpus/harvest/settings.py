@@ -28,6 +28,7 @@ NON_CODEGEN = frozenset(
         "TRITON_PRINT_AUTOTUNING",
         "TRITON_CACHE_MANAGER",
         "TRITON_REMOTE_CACHE_BACKEND",
+        "TRITON_ALWAYS_COMPILE",  # bypasses the cache; the code is the same
     }
 )
 

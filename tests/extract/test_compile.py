@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import triton
@@ -70,6 +72,25 @@ def test_cache_hit_is_reported_and_can_be_bypassed() -> None:
     fresh = compile_call(add_kernel, args, target="sm_80", num_warps=2, always_compile=True)
     assert fresh.metadata["cache_hit"] is False
     assert fresh.asm["ttgir"] == again.asm["ttgir"]
+
+
+@pytest.mark.parametrize("before", [None, "1"])
+def test_compiling_leaves_the_environment_as_it_was(before: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Setting a Triton knob writes its environment variable: a compile that bypasses the
+    cache must not leave TRITON_ALWAYS_COMPILE behind, nor remove the user's (a later harvest
+    in the process, or its workers, would fingerprint another toolchain)."""
+    from triton import knobs
+
+    if before is None:
+        monkeypatch.delenv("TRITON_ALWAYS_COMPILE", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_ALWAYS_COMPILE", before)
+    knob_before = knobs.compilation.always_compile
+    for always in (False, True):
+        compile_call(add_kernel, _pointwise_args(1024), target="sm_80", num_warps=1, always_compile=always)
+        assert os.environ.get("TRITON_ALWAYS_COMPILE") == before
+        assert knobs.compilation.always_compile == knob_before
+        assert "always_compile" not in vars(knobs.compilation)  # no override left behind
 
 
 def test_missing_argument_is_named() -> None:

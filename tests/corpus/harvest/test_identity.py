@@ -132,3 +132,21 @@ def test_builtin_families_sharing_a_base_module_hash_it() -> None:
     softmax = spec_source(specs["softmax"])
     assert "corpus.suite.kernels._rowwise" in softmax and "def " in softmax
     assert len({spec_kernel_id(spec) for spec in specs.values()}) == len(specs)
+
+
+def test_cache_controls_leave_the_toolchain_fingerprint_alone() -> None:
+    """Variables that only steer Triton's cache (where it lives, whether to bypass it) change
+    no generated code, so they do not split run_ids; codegen knobs do."""
+    from corpus.harvest.identity import toolchain_fingerprint
+    from corpus.harvest.settings import read_settings
+
+    plain = read_settings({})
+    cached = read_settings({"TRITON_ALWAYS_COMPILE": "0", "TRITON_CACHE_DIR": "/elsewhere"})
+    debug = read_settings({"TRITON_DEBUG": "1"})
+    assert cached.codegen_env == plain.codegen_env == {}
+    assert debug.codegen_env == {"TRITON_DEBUG": "1"}
+
+    def fingerprint(settings):
+        return toolchain_fingerprint(settings.codegen_env, ir_target="sm_90")
+
+    assert fingerprint(cached) == fingerprint(plain) != fingerprint(debug)
