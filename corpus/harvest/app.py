@@ -456,12 +456,17 @@ def load_guide_inputs(config: HarvestConfig) -> tuple[GuideModel, Budget] | None
     return model, budget
 
 
-def load_guide(config: HarvestConfig, arch: str, console: Console) -> RunGuide | None:
+def load_guide(
+    config: HarvestConfig,
+    arch: str,
+    console: Console,
+    inputs: tuple[GuideModel, Budget] | None = None,
+) -> RunGuide | None:
     """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
-    them; errors as :func:`load_guide_inputs`). A model that refuses the device's ``arch`` (it
-    never saw it in training) guides nothing: one warning, and the harvest benchmarks every
-    config as without ``--budget``."""
-    inputs = load_guide_inputs(config)
+    them; errors as :func:`load_guide_inputs`, which ``inputs``, already loaded, saves). A model
+    that refuses the device's ``arch`` (it never saw it in training) guides nothing: one
+    warning, and the harvest benchmarks every config as without ``--budget``."""
+    inputs = inputs or load_guide_inputs(config)
     if inputs is None:
         return None
     from corpus.harvest.guided import RunGuide

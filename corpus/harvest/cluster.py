@@ -68,6 +68,7 @@ from schemas.writer import new_writer_id
 
 if TYPE_CHECKING:
     from corpus.harvest.guided import GuideStats  # imports train (torch): a guided harvest only
+    from train.guide import Budget, GuideModel
 
 LANE_RESOURCE = "kernel_corpus_lane"
 """Custom Ray resource that stands for a benchmark lane on the interpreter (no GPU): start the
@@ -259,7 +260,7 @@ class Lane:
             len(rows),
             Counter(row["status"] for row in rows),
             time.perf_counter() - begin,
-            guided=None if guided is None or self.guide is None else self.guide.snapshot().since(guided),
+            guided=self._guide_share(guided),
             summary=RunSummary.of(result) if result and rows else None,
             compile_s=result.compile_s if result else 0.0,
             bench_s=result.bench_s if result else 0.0,
@@ -267,6 +268,12 @@ class Lane:
             static_stats_s=(result.static_stats_s if result else 0.0) + listing_s,
             sass_calls=int(listing_calls),
         )
+
+    def _guide_share(self, before: GuideStats | None) -> GuideStats | None:
+        """What the guide counted since ``before`` (its snapshot as the run began)."""
+        if self.guide is None or before is None:
+            return None
+        return self.guide.snapshot().since(before)
 
     def _listing_spent(self) -> tuple[float, int]:
         """Seconds and calls of the lane's ``nvdisasm`` batcher so far (it lists every run's
@@ -369,7 +376,7 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         raise HarvestError("--ray needs Ray: pip install -e '.[ray]' in a clone") from None
     if config.shard != (0, 1):
         raise HarvestError("--ray schedules the whole plan dynamically; drop --shard")
-    load_guide_inputs(config)  # a bad --budget or --rank-with is refused before any actor starts
+    guide_inputs = load_guide_inputs(config)  # a bad --budget or --rank-with: before any actor
     specs = load_families(config.suite, config.families)  # bad input is refused before any work
     check_dtypes(config.dtypes, specs)
     interpreter = config.device == "cpu"
@@ -391,7 +398,7 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         for i in range(count)
     ]
     try:
-        return _harvest(config, specs, actors, interpreter, console, token)
+        return _harvest(config, specs, actors, interpreter, console, token, guide_inputs)
     finally:
         for actor in actors:
             with contextlib.suppress(Exception):
@@ -414,6 +421,7 @@ def _harvest(
     interpreter: bool,
     console: Console,
     token: str,
+    guide_inputs: tuple[GuideModel, Budget] | None,
 ) -> HarvestOutcome:
     import ray
 
@@ -434,7 +442,7 @@ def _harvest(
     planned = plan_runs(specs, request)
     check_plan(planned, why_empty=[], allow_empty=config.allow_empty)
     settings = bench_settings(first.execution)
-    guide = load_guide(config, first.facts.arch, console)  # warns once when it refuses the arch
+    guide = load_guide(config, first.facts.arch, console, guide_inputs)  # warns if it refuses the arch
     resumed = (
         resume_plan(config.out, planned, settings, budgeted=guide is not None)
         if config.resume

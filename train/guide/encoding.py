@@ -38,15 +38,7 @@ def knob_matrix(run: pl.DataFrame) -> np.ndarray:
     *is*, as the tuner chose it: each meta-parameter of ``config_params`` (log2), warps and
     programs (log2(1 + v)) and stages; a value the row lacks is :data:`MISSING`. The same in
     the replay (samples) and in the harvest (candidates), which compiled-code columns are not."""
-    columns = _param_columns(run)
-    for name in KNOB_COLUMNS:
-        if name in run.columns:
-            values = run[name].cast(pl.Float64).to_numpy().astype(np.float64)
-            columns.append(values if name == "num_stages" else np.log2(1 + np.clip(values, 0, None)))
-    if not columns:
-        return np.zeros((run.height, 1))
-    matrix = np.column_stack(columns)
-    return np.where(np.isfinite(matrix), matrix, MISSING)
+    return _matrix(run, KNOB_COLUMNS)
 
 
 def _param_columns(run: pl.DataFrame) -> list[np.ndarray]:
@@ -64,14 +56,17 @@ def config_matrix(run: pl.DataFrame) -> np.ndarray:
     """float64 [n_configs, n_features] for the rows of one run (row order kept): one column per
     meta-parameter name in ``config_params`` (log2 of its value), then :data:`SIZE_COLUMNS`
     (log2(1 + v)) and :data:`COUNT_COLUMNS`; columns the frame lacks are left out."""
+    return _matrix(run, (*SIZE_COLUMNS, *COUNT_COLUMNS))
+
+
+def _matrix(run: pl.DataFrame, names: tuple[str, ...]) -> np.ndarray:
+    """The meta-parameter columns, then each of ``names`` the frame has (sizes, those of
+    :data:`SIZE_COLUMNS`, as log2(1 + v); counts as they are); non-finite values MISSING."""
     columns = _param_columns(run)
-    for name in SIZE_COLUMNS:
+    for name in names:
         if name in run.columns:
             values = run[name].cast(pl.Float64).to_numpy().astype(np.float64)
-            columns.append(np.log2(1 + np.clip(values, 0, None)))
-    for name in COUNT_COLUMNS:
-        if name in run.columns:
-            columns.append(run[name].cast(pl.Float64).to_numpy().astype(np.float64))
+            columns.append(np.log2(1 + np.clip(values, 0, None)) if name in SIZE_COLUMNS else values)
     if not columns:
         return np.zeros((run.height, 1))
     matrix = np.column_stack(columns)
