@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from schemas.enums import DEVICE_INTERPRETER, EdgeKind, Level, NodeKind, Status, Timer
 from schemas.errors import (
+    ConflictingCopiesError,
     CorruptFileError,
     DatasetError,
     RepeatedKeyError,
@@ -25,6 +26,7 @@ __all__ = [
     "DEVICE_INTERPRETER",
     "SCHEMA_VERSION",
     "TABLES",
+    "ConflictingCopiesError",
     "CorruptFileError",
     "DatasetError",
     "DatasetWriter",

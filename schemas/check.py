@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.errors import DatasetError, StorageError
-from schemas.keys import CONTENT_KEYED, repeated_keys
+from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, repeated_keys
 from schemas.locking import maintenance_lock
 from schemas.reader import (
     COMMIT_KEY,
@@ -32,6 +32,7 @@ from schemas.scrub import publication_warnings
 from schemas.storage import (
     STALE_TEMPORARY_AGE_S,
     Location,
+    list_strays,
     list_temporaries,
     read_file,
     remove_stale_temporaries,
@@ -86,6 +87,7 @@ def check_dataset(
     if fix:
         _fix(loc, report, temporary_age_s, on_wait)
     _check_temporaries(loc, report, temporary_age_s)
+    _check_strays(loc, report)
     tables: dict[str, pa.Table] = {}
     found_by_table: dict[str, TableFiles] = {}
     for name in READ_ORDER:
@@ -154,7 +156,7 @@ def _fix(
 
 def _check_temporaries(loc: Location, report: CheckReport, age_s: float) -> None:
     temporaries = list_temporaries(loc, list(TABLES))
-    stale = [t for t in temporaries if t.age_s is None or t.age_s >= age_s]
+    stale = [t for t in temporaries if t.age_s is None or t.older_than(age_s)]
     if stale:
         size = sum(t.size for t in stale)
         report.warnings.append(
@@ -165,6 +167,17 @@ def _check_temporaries(loc: Location, report: CheckReport, age_s: float) -> None
     young = len(temporaries) - len(stale)
     if young:
         report.facts["writes in progress"] = young
+
+
+def _check_strays(loc: Location, report: CheckReport) -> None:
+    strays = [path for name in TABLES for path in list_strays(loc, name)]
+    if strays:
+        shown = ", ".join(posixpath.relpath(p, loc.root) for p in strays[:MAX_NAMED_FILES])
+        report.problems.append(
+            f"{len(strays)} file(s) in table directories that are not Parquet data: {shown}"
+            f"{' ...' if len(strays) > MAX_NAMED_FILES else ''} (kernel-corpus ignores them, a "
+            "plain reader of the directory would read them: move them out of the dataset)"
+        )
 
 
 def _files_with_key(
@@ -193,19 +206,33 @@ def _check_keys(
             continue
         message = f"{name}: {repeats.extra} row(s) repeat a key ({', '.join(key)})"
         if name in CONTENT_KEYED:
+            fixed = TABLES[name].fixed
+            conflicts = conflicting_copies(table, key, fixed)
+            if conflicts.extra:
+                report.problems.append(
+                    f"{name}: {conflicts.extra} copy(ies) of a key hold other values of "
+                    f"{', '.join(fixed)} than the first; {_example(loc, found[name], key, conflicts)} "
+                    "(readers and `compact` refuse the table: delete the copy that is wrong)"
+                )
+                continue
             report.warnings.append(
                 message + " — identical content written twice; readers dedupe, `compact` removes"
             )
             continue
-        example = repeats.example or {}
-        holders = _files_with_key(loc, found[name], key, example)
-        shown = ", ".join(holders[:MAX_NAMED_FILES]) + (
-            " ..." if len(holders) > MAX_NAMED_FILES else ""
-        )
         report.problems.append(
-            f"{message}; e.g. {', '.join(f'{k}={v}' for k, v in example.items())} is in {len(holders)} file(s): "
-            f"{shown} (rows written twice; readers refuse the table)"
+            f"{message}; {_example(loc, found[name], key, repeats)} (rows written twice; readers "
+            "refuse the table)"
         )
+
+
+def _example(loc: Location, found: TableFiles, key: tuple[str, ...], repeats: RepeatedKeys) -> str:
+    """'e.g. KEY=VALUE is in N file(s): NAMES' for the example key of ``repeats``."""
+    example = repeats.example or {}
+    holders = _files_with_key(loc, found, key, example)
+    shown = ", ".join(holders[:MAX_NAMED_FILES]) + (" ..." if len(holders) > MAX_NAMED_FILES else "")
+    return (
+        f"e.g. {', '.join(f'{k}={v}' for k, v in example.items())} is in {len(holders)} file(s): {shown}"
+    )
 
 
 def _missing(child: pa.Array, parent: pa.Array) -> int:
@@ -223,7 +250,9 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
                 f"measurements: {uncommitted} row(s) of uncommitted runs (an interrupted harvest; "
                 "readers ignore them and resume redoes those runs)"
             )
-        counts = committed.group_by(list(COMMIT_KEY)).aggregate([("config_id", "count")])
+        counts = committed.group_by(list(COMMIT_KEY)).aggregate(
+            [("config_id", "count", pc.CountOptions(mode="all"))]  # a null key is a row too
+        )
         joined = runs.select([*COMMIT_KEY, "n_configs"]).join(
             counts, keys=list(COMMIT_KEY), join_type="left outer"
         )
@@ -234,7 +263,10 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
             report.problems.append(
                 f"runs: {short} committed run(s) whose n_configs differs from their measurement rows"
             )
+        _check_arch(committed, runs, report)
         measurements = committed
+    if measurements is not None:
+        _check_samples(measurements, report)
     if measurements is not None and "ir_graphs" in tables:
         graphs = tables["ir_graphs"].column("ir_id")
         for column in ("ttir_id", "ttgir_id"):
@@ -256,6 +288,30 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
                     report.problems.append(
                         f"{child}: {missing} row(s) whose ir_id is not in ir_graphs"
                     )
+
+
+def _check_arch(measurements: pa.Table, runs: pa.Table, report: CheckReport) -> None:
+    """A measurement's ``arch`` (its partition) must be its run's: readers join on the run,
+    training takes the arch from the measurement."""
+    joined = measurements.select([*COMMIT_KEY, "arch"]).join(
+        runs.select([*COMMIT_KEY, "arch"]), keys=list(COMMIT_KEY), right_suffix="_run"
+    )
+    differ = joined.filter(pc.not_equal(joined.column("arch"), joined.column("arch_run")))
+    if differ.num_rows:
+        example = differ.slice(0, 1).to_pylist()[0]
+        report.problems.append(
+            f"measurements: {differ.num_rows} row(s) whose arch differs from their run's, e.g. "
+            f"run_id={example['run_id']} is {example['arch_run']} but a measurement says {example['arch']}"
+        )
+
+
+def _check_samples(measurements: pa.Table, report: CheckReport) -> None:
+    """Every timing sample is a number (a null would be no sample: readers pooling harvests
+    leave it out, so the stored statistics could not be reproduced)."""
+    samples = pc.list_flatten(measurements.column("samples_ms"))
+    nulls = samples.null_count
+    if nulls:
+        report.problems.append(f"measurements: {nulls} null value(s) inside samples_ms")
 
 
 def _summarize(tables: dict[str, pa.Table], report: CheckReport) -> None:

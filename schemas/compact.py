@@ -24,9 +24,17 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from schemas.errors import DatasetError
-from schemas.keys import CONTENT_KEYED, UNIQUE_KEYED, dedupe, refuse_repeats, repeated_keys
+from schemas.keys import (
+    CONTENT_KEYED,
+    UNIQUE_KEYED,
+    conflicting_copies,
+    dedupe,
+    refuse_conflicts,
+    refuse_repeats,
+    repeated_keys,
+)
 from schemas.locking import maintenance_lock
-from schemas.reader import TableFiles, file_keys, lift, table_files
+from schemas.reader import TableFiles, _read_files, file_keys, lift, table_files
 from schemas.replacement import delete_replaced, replace_files
 from schemas.storage import (
     STALE_TEMPORARY_AGE_S,
@@ -113,6 +121,8 @@ def compact(
             )
         found = {name: table_files(loc, name) for name in present}  # every file valid, or raise
         for name in present:
+            _refuse_conflicting_copies(loc, name, found[name])
+        for name in present:
             report.merged += _compact_table(loc, name, found[name], min_files, only)
         try:
             report.removed_temporaries = len(remove_stale_temporaries(loc, present, temporary_age_s))
@@ -151,8 +161,22 @@ def _compact_table(
     return results
 
 
+def _refuse_conflicting_copies(loc: Location, name: str, found: TableFiles) -> None:
+    """Copies of a content key that differ in a fixed column (a forged or corrupt row):
+    merging would keep one at random and delete the evidence, so nothing is compacted."""
+    spec = TABLES[name]
+    if name not in CONTENT_KEYED or not spec.fixed:
+        return
+    rows = _read_files(loc, name, found, list(spec.identity), None)
+    try:
+        refuse_conflicts(name, conflicting_copies(rows, spec.key, spec.fixed), spec.fixed)
+    except DatasetError as exc:
+        raise DatasetError(f"not compacted: {exc}") from None
+
+
 def key_reader(loc: Location, name: str) -> Callable[[str], pa.Table]:
-    """path -> the key columns of that file of table ``name`` (lifted to the current schema)."""
+    """path -> the identity columns (key, fixed columns) of that file of table ``name``,
+    lifted to the current schema."""
     return lambda path: file_keys(loc, name, path, footer_version(path, read_footer(loc, path)))
 
 

@@ -111,6 +111,7 @@ def render_schema_doc() -> str:
             f"## `{name}`",
             "",
             f"Key: {_codes(spec.key)}. "
+            + (f"Fixed (every copy of a row holds the same): {_codes(spec.fixed)}. " if spec.fixed else "")
             + (
                 f"Partitioned by {_codes(spec.partition_by)}."
                 if spec.partition_by

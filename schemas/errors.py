@@ -45,6 +45,11 @@ class RepeatedKeyError(DatasetError):
     """Rows that must be unique repeat their key (e.g. a measurement written twice)."""
 
 
+class ConflictingCopiesError(DatasetError):
+    """Rows of a content-keyed table share a key but not the content it stands for (a kernel
+    source that is not the one its kernel_id hashes): which copy is right cannot be told."""
+
+
 class StorageError(DatasetError):
     """The storage refused to write or delete a file (read-only, full, failing); what was
     committed before is intact."""

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.errors import RepeatedKeyError
+from schemas.errors import ConflictingCopiesError, RepeatedKeyError
 
 CONTENT_KEYED = frozenset({"kernels", "ir_graphs", "ir_nodes", "ir_edges"})
 """Tables whose key is a content hash: equal keys mean equal rows, so copies are dropped."""
@@ -107,4 +107,26 @@ def refuse_repeats(table: str, found: RepeatedKeys) -> None:
         raise RepeatedKeyError(
             f"{table}: {found.extra} row(s) repeat a key ({', '.join(found.key)}), e.g. {example}: "
             "the same rows were written twice; `python -m schemas check` names the files"
+        )
+
+
+def conflicting_copies(table: pa.Table, key: Sequence[str], fixed: Sequence[str]) -> RepeatedKeys:
+    """Copies of a key (rows of ``table`` sharing ``key``) that differ in a ``fixed`` column:
+    ``extra`` counts the distinct versions beyond the first of each key."""
+    if not fixed or table.num_rows == 0:
+        return RepeatedKeys(tuple(key), 0, None)
+    identity = [*key, *fixed]
+    versions = table.select(identity).group_by(identity, use_threads=False).aggregate([])
+    return repeated_keys(versions, key)
+
+
+def refuse_conflicts(table: str, found: RepeatedKeys, fixed: Sequence[str]) -> None:
+    """Raise :class:`ConflictingCopiesError` when ``found`` (:func:`conflicting_copies`) has
+    copies that differ."""
+    if found.extra:
+        example = ", ".join(f"{k}={v}" for k, v in (found.example or {}).items())
+        raise ConflictingCopiesError(
+            f"{table}: {found.extra} copy(ies) of a key hold other values of {', '.join(fixed)} "
+            f"than the first, e.g. {example}: copies of one key must be the same row; "
+            "`python -m schemas check` names the files"
         )

@@ -9,6 +9,7 @@ reader sees never depends on crashes or on how many writers raced.
 
 from __future__ import annotations
 
+import posixpath
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,8 +34,10 @@ from schemas.keys import (
     CONTENT_KEYED,
     UNIQUE_KEYED,
     RepeatedKeys,
+    conflicting_copies,
     dedupe,
     distinct_by_hash,
+    refuse_conflicts,
     refuse_repeats,
     repeated_keys,
 )
@@ -53,7 +56,7 @@ from schemas.storage import (
     vanished,
 )
 from schemas.tables import SCHEMA_VERSION, table_spec
-from schemas.validate import file_problems
+from schemas.validate import file_problems, layout_problems
 from schemas.writer import conform
 
 if TYPE_CHECKING:
@@ -91,6 +94,10 @@ class TableFiles:
     stats: tuple[FileStat, ...] = ()
     """Size and modification time of every live file: the file set's identity
     (:mod:`schemas.verdicts`)."""
+    uniform: bool = True
+    """Every current-version file stores every declared column, none dictionary-encoded: what
+    polars needs to scan the files as one (:func:`scan_table`); valid files may lack nullable
+    columns or encode strings as dictionaries, which the pyarrow read conforms."""
 
     @property
     def live(self) -> list[str]:
@@ -119,7 +126,10 @@ def table_files(
             footer = parse_footer(path, read_footer(loc, path))
             if not oldest <= footer.version <= SCHEMA_VERSION:
                 raise SchemaVersionError(path, footer.version, oldest, SCHEMA_VERSION)
-            problems = file_problems(
+            problems = layout_problems(
+                table_spec(table).partition_by, posixpath.relpath(path, loc.table_dir(table))
+            )
+            problems += file_problems(
                 table,
                 footer.metadata,
                 footer.version,
@@ -145,21 +155,34 @@ def table_files(
     live = [p for p in footers if p not in retired]
     versions = {p: footers[p].version for p in live}
     by_path = {stat.path: stat for stat in listed}
+    current = [p for p in live if versions[p] == SCHEMA_VERSION]
     return TableFiles(
-        current=[p for p in live if versions[p] == SCHEMA_VERSION],
+        current=current,
         older={p: versions[p] for p in live if versions[p] != SCHEMA_VERSION},
         superseded=sorted(retired),
         stats=tuple(by_path[p] for p in live),
+        uniform=all(_scannable(table, footers[p].metadata) for p in current),
+    )
+
+
+def _scannable(table: str, metadata: pq.FileMetaData) -> bool:
+    """Whether polars reads this current-version file as the declared schema: every column
+    present and none dictionary-encoded."""
+    stored = metadata.schema.to_arrow_schema()
+    declared = table_spec(table).schema
+    return set(stored.names) == set(declared.names) and not any(
+        pa.types.is_dictionary(field.type) for field in stored
     )
 
 
 def file_keys(loc: Location, table: str, path: str, version: int) -> pa.Table:
-    """The key columns of the rows of ``path``, a ``version`` file of ``table``, lifted to the
-    current schema (only the key columns are read from a current-version file)."""
-    key = list(table_spec(table).key)
+    """The identity columns (key and fixed values, :attr:`schemas.tables.TableSpec.identity`)
+    of the rows of ``path``, a ``version`` file of ``table``, lifted to the current schema
+    (only those columns are read from a current-version file)."""
+    identity = list(table_spec(table).identity)
     if version == SCHEMA_VERSION:
-        return read_file(loc, path, key)
-    return lift(table, read_file(loc, path), version).select(key)
+        return read_file(loc, path, identity)
+    return lift(table, read_file(loc, path), version).select(identity)
 
 
 RELIST_ATTEMPTS = 20
@@ -234,19 +257,25 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
     """Whether no key of ``table`` repeats across its live files ``found``; for ``runs`` and
     ``measurements`` a repeat raises :class:`RepeatedKeyError` instead.
 
-    Checked once per file set: a set found sound is remembered (:mod:`schemas.verdicts`) and
-    not checked again. ``rows``: every row of the live files with the key columns, when the
-    caller has read them anyway (saves reading the keys again).
+    Copies of a content key that differ in the table's fixed columns raise
+    :class:`ConflictingCopiesError`. Checked once per file set: a set found sound is remembered
+    (:mod:`schemas.verdicts`) and not checked again. ``rows``: every row of the live files
+    with every column, when the caller has read them anyway (saves reading them again).
     """
     if verdicts.known(loc, table, found.stats):
         return True
-    key = list(table_spec(table).key)
+    spec = table_spec(table)
+    key = list(spec.key)
     keys = rows.select(key) if rows is not None else _read_files(loc, table, found, key, None)
     if keys.num_rows > 1 and not distinct_by_hash(keys, key):
         repeats = repeated_keys(keys, key)  # exact, with an example for the message
         if table in UNIQUE_KEYED:
             refuse_repeats(table, repeats)
         if repeats.extra:
+            # copies of a content key: harmless only if they are the same row
+            identity = list(spec.identity)
+            copies = rows if rows is not None else _read_files(loc, table, found, identity, None)
+            refuse_conflicts(table, conflicting_copies(copies, key, spec.fixed), spec.fixed)
             return False
     verdicts.remember(loc, table, found.stats)
     return True
@@ -369,8 +398,9 @@ def scan_table(
 ) -> pl.LazyFrame:
     """The table as a polars LazyFrame, with the same gating as :func:`read_table`.
 
-    Local datasets whose files are all at the current version are scanned lazily by polars
-    itself (projection and predicate pushdown apply); otherwise, and for ``harvests``
+    Local datasets whose files are all at the current version, with every declared column and
+    no dictionary encoding, are scanned lazily by polars itself (projection and predicate
+    pushdown apply); otherwise, and for ``harvests``
     ``"latest"`` / ``"pooled"`` (one harvest per run, as in :func:`read_table`), the gated
     pyarrow read is wrapped. Every file's footer is checked when the frame is made; the check
     for repeated ``runs``/``measurements`` keys runs when the frame is first collected (once
@@ -386,7 +416,8 @@ def scan_table(
     loc = resolve(url)
     found = stable(lambda: table_files(loc, table))
     is_local = not ("://" in url and not url.startswith("file://"))
-    if not (is_local and found.current and not found.older) or needed_columns(table, harvests):
+    lazy = is_local and found.current and not found.older and found.uniform
+    if not lazy or needed_columns(table, harvests):
         gated = read_table(url, table, committed_only=committed_only, harvests=harvests)
         return pl.from_arrow(gated).lazy()
     listings = iter([found])  # the first attempt reuses this listing; a retry lists again
@@ -418,6 +449,8 @@ def _lazy_frame(loc: Location, url: str, table: str, committed_only: bool, *, fi
     import polars as pl
 
     found = first if first is not None else table_files(loc, table)
+    if found.older or not found.uniform:  # files replaced since the choice: conform them
+        return pl.from_arrow(read_table(url, table, committed_only=committed_only)).lazy()
     frame = pl.scan_parquet(_pinned(found.current), hive_partitioning=False)
     if table == "measurements" and committed_only:
         runs = pl.from_arrow(committed_runs(url)).lazy()

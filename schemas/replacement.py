@@ -6,12 +6,15 @@ delete those. Readers skip a replaced file from the moment its replacement appea
 crash in between loses and doubles nothing (:func:`replace_files`).
 
 A footer is only a claim, and a wrong claim would hide committed rows (an empty file that
-"replaces" the real ``runs`` file makes the dataset look empty). So a claim retires a file
-only when every key of that file is present in the replacing file (:func:`settle_claims`,
-used by every reader, ``check`` and ``compact``), and :func:`replace_files` checks the same
-before it writes. Replacements may chain (scrub, then compact), but not loop: files that
-replace each other in a cycle stay live and are reported. The check reads key columns only,
-and only while replaced files still exist (after a crash, until the next ``compact``).
+"replaces" the real ``runs`` file makes the dataset look empty, one with the same keys and
+other timings swaps the measurements). So a claim retires a file only when every row of that
+file is present in the replacing file with the same key and the same values of the table's
+fixed columns (:attr:`schemas.tables.TableSpec.fixed`: what no maintenance command rewrites)
+(:func:`settle_claims`, used by every reader, ``check`` and ``compact``), and
+:func:`replace_files` checks the same before it writes. Replacements may chain (scrub, then
+compact), but not loop: files that replace each other in a cycle stay live and are reported.
+The check reads those identity columns only, and only while replaced files still exist (after
+a crash, until the next ``compact``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from schemas.tables import TABLES
 from schemas.writer import new_writer_id, with_file_metadata
 
 KeyReader = Callable[[str], pa.Table]
-"""path -> the key columns of that file's rows (lifted to the current schema)."""
+"""path -> the identity columns (key, then fixed columns) of that file's rows, lifted to the
+current schema (:func:`schemas.reader.file_keys`)."""
 
 
 def settle_claims(
@@ -43,8 +47,8 @@ def settle_claims(
 
     ``footers``: the valid files of one table (path -> parsed footer); ``invalid``: listed
     files that failed validation (a claim on one is not honoured: its own error stands).
-    A claim retires file F when every key of F is present in the claiming file, and when the
-    claiming file is live or itself retired by a chain that ends in a live file.
+    A claim retires file F when every row of F is present in the claiming file (same key and
+    fixed values), and when the claiming file is live or itself retired by a chain that ends in a live file.
     """
     present = set(footers) | set(invalid)
     claims = [
@@ -55,20 +59,20 @@ def settle_claims(
     claims = [(replacer, replaced) for replacer, replaced in claims if replaced in present]
     if not claims:
         return set(), []
-    key = TABLES[table].key
+    identity = TABLES[table].identity
     problems: list[DatasetError] = []
     verified: dict[str, set[str]] = {}
     for replacer, replaced in claims:
         if replaced in invalid:
             continue  # an invalid file cannot be vouched for; its own error is reported
-        missing = missing_keys(read_keys(replaced), read_keys(replacer), key)
+        missing = missing_keys(read_keys(replaced), read_keys(replacer), identity)
         if missing:
             problems.append(
                 ReplacementError(
                     f"{replacer}: its footer says it replaces {posixpath.basename(replaced)}, but "
-                    f"{missing} key(s) of that file's rows are not in it; the claim is not "
-                    "honoured (it would hide those rows): delete the file that is not a merge "
-                    "of the other"
+                    f"{missing} of that file's rows are not in it ({_compared(table)}); the claim "
+                    "is not honoured (it would hide those rows): delete the file that is not a "
+                    "merge of the other"
                 )
             )
             continue
@@ -85,6 +89,13 @@ def settle_claims(
         )
         retired -= looping
     return retired, problems
+
+
+def _compared(table: str) -> str:
+    spec = TABLES[table]
+    if not spec.fixed:
+        return f"by key {', '.join(spec.key)}"
+    return f"by key {', '.join(spec.key)} and values of {', '.join(spec.fixed)}"
 
 
 def _reachable(live: set[str], edges: Mapping[str, set[str]]) -> set[str]:
@@ -112,18 +123,19 @@ def replace_files(
     ``rows``, atomically: the new file names the old ones in its footer, so readers skip them
     from the moment it appears; they are deleted after. Returns the new file's name.
 
-    Raises DatasetError, with ``paths`` untouched and nothing written, when a key of an old
-    file is missing from ``rows`` (the replacement would lose rows) or the new file cannot be
-    written. ``read_keys``: the key columns of an old file.
+    Raises DatasetError, with ``paths`` untouched and nothing written, when a row of an old
+    file is missing from ``rows`` (by key and fixed values: the replacement would lose or
+    change rows) or the new file cannot be written. ``read_keys``: the identity columns of an
+    old file (:data:`KeyReader`).
     """
-    key = TABLES[name].key
-    new_keys = rows.select(list(key))
+    identity = TABLES[name].identity
+    new_rows = rows.select(list(identity))
     for path in paths:
-        missing = missing_keys(read_keys(path), new_keys, key)
+        missing = missing_keys(read_keys(path), new_rows, identity)
         if missing:
             raise DatasetError(
-                f"{path}: {missing} key(s) of its rows would be missing from its replacement; "
-                "nothing was changed"
+                f"{path}: {missing} of its rows would be missing from its replacement "
+                f"({_compared(name)}); nothing was changed"
             )
     replaces = json.dumps(sorted(posixpath.basename(p) for p in paths)).encode()
     table = with_file_metadata(rows, TABLES[name], {META_REPLACES: replaces})

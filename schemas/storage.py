@@ -91,6 +91,23 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
     return sorted(files, key=lambda f: f.path)
 
 
+def list_strays(loc: Location, table: str) -> list[str]:
+    """Visible files of a table's directory that are not Parquet files (a ``.bak`` copy, a
+    note): kernel-corpus never reads them, but a plain reader of the directory
+    (``pyarrow.dataset``) would, so they are reported by ``check``. Sorted paths; empty when
+    the table is absent."""
+    table_dir = loc.table_dir(table)
+    if loc.fs.get_file_info(table_dir).type != pafs.FileType.Directory:
+        return []
+    return sorted(
+        item.path
+        for item in loc.fs.get_file_info(pafs.FileSelector(table_dir, recursive=True))
+        if item.type == pafs.FileType.File
+        and not item.path.endswith(".parquet")
+        and not is_hidden(posixpath.relpath(item.path, table_dir))
+    )
+
+
 def list_parquet(loc: Location, table: str) -> list[str]:
     """Paths of the visible Parquet files of a table, sorted. Raises DatasetError if the table
     is absent."""
@@ -249,6 +266,12 @@ class Temporary:
     size: int
     age_s: float | None
 
+    def older_than(self, seconds: float) -> bool:
+        """Whether the file was last written at least ``seconds`` ago, or is dated that far in
+        the future (a writer whose clock runs that far ahead, or a touched file: no live write
+        either way). False without a modification time."""
+        return self.age_s is not None and abs(self.age_s) >= seconds
+
 
 def list_temporaries(loc: Location, tables: list[str]) -> list[Temporary]:
     """Hidden write temporaries under the given table directories (absent tables skipped)."""
@@ -274,7 +297,7 @@ def remove_stale_temporaries(
     still be running); returns what was removed."""
     removed = []
     for temporary in list_temporaries(loc, tables):
-        if temporary.age_s is not None and temporary.age_s >= min_age_s:
+        if temporary.older_than(min_age_s):
             with contextlib.suppress(FileNotFoundError):
                 loc.fs.delete_file(temporary.path)
                 removed.append(temporary)

@@ -329,14 +329,40 @@ class TableSpec:
     schema: pa.Schema
     key: tuple[str, ...]
     partition_by: tuple[str, ...]
+    fixed: tuple[str, ...] = ()
+    """Columns every copy of a row holds with the same values: what a content-keyed table's
+    key hashes, and recorded outcomes no maintenance command rewrites (``scrub`` rewrites
+    paths, host names and free text; ``compact`` and ``check --fix`` copy rows as they are).
+    Copies of a key that differ there are refused (readers, ``check``, ``compact``), and a
+    file replaces another only if it holds each of its rows with these values
+    (:mod:`schemas.replacement`). IR tables have none: their rows derive from the IR without
+    source locations, and extraction may change between writers; the first copy is read.
+    """
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        """The key, then :attr:`fixed`: what two copies of one row share."""
+        return (*self.key, *self.fixed)
 
 
 TABLES: dict[str, TableSpec] = {
     spec.name: spec
     for spec in (
-        TableSpec("kernels", KERNELS, ("kernel_id",), ()),
-        TableSpec("runs", RUNS, ("run_id", "harvest_id"), ("arch",)),
-        TableSpec("measurements", MEASUREMENTS, ("run_id", "harvest_id", "config_id"), ("arch",)),
+        TableSpec("kernels", KERNELS, ("kernel_id",), (), fixed=("entry_name", "source")),
+        TableSpec(
+            "runs",
+            RUNS,
+            ("run_id", "harvest_id"),
+            ("arch",),
+            fixed=("kernel_id", "n_configs", "finished_at"),
+        ),
+        TableSpec(
+            "measurements",
+            MEASUREMENTS,
+            ("run_id", "harvest_id", "config_id"),
+            ("arch",),
+            fixed=("config_json", "status", "median_ms", "n_reps"),
+        ),
         TableSpec("ir_graphs", IR_GRAPHS, ("ir_id",), ("level",)),
         TableSpec("ir_nodes", IR_NODES, ("ir_id", "node_id"), ("level",)),
         TableSpec("ir_edges", IR_EDGES, ("ir_id", "src", "dst", "kind", "position"), ("level",)),

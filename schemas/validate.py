@@ -9,12 +9,15 @@ Checked, from the Parquet footer only (no data pages are read):
 - the footer names the table of the directory the file sits in;
 - every column is declared for the file's ``schema_version`` (an unknown extra column is an
   error: it is either a typo that loses data or a newer writer);
-- every non-nullable declared column is present, and has no nulls (row-group statistics);
+- every non-nullable declared column is present, and has no nulls (row-group statistics; the
+  column is read when a writer left none);
 - every present column has its declared type (string vs large_string and list vs large_list
   are the same values and pass; int64 where a string is declared does not);
 - the ``schema_version`` column holds the footer's version in every row, and each partition
   column the value its directory names (``arch=sm_90/``) (row-group statistics; a column is
-  read only when a writer left no statistics).
+  read only when a writer left no statistics);
+- the file sits where plain readers look (:func:`layout_problems`): ``part-*.parquet``
+  directly under its partition directories.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from schemas.storage import META_TABLE
 from schemas.tables import TABLES
 
 VERSION_COLUMN = "schema_version"
+
+ColumnReader = Callable[[str], pa.ChunkedArray]
+"""Reads one column of the file being validated (only called when statistics are missing)."""
 
 
 def _normalized(type_: pa.DataType) -> pa.DataType:
@@ -84,24 +90,24 @@ def _statistics(metadata: pq.FileMetaData, name: str) -> list[pq.Statistics | No
     return found
 
 
-def null_problems(metadata: pq.FileMetaData, declared: pa.Schema) -> list[str]:
-    """Non-nullable primitive columns that the row-group statistics say hold nulls."""
+def null_problems(
+    metadata: pq.FileMetaData, declared: pa.Schema, read_column: ColumnReader
+) -> list[str]:
+    """Non-nullable primitive columns that hold nulls: from the row-group statistics, and
+    read (``read_column``) where a writer left a row group without a null count."""
     problems = []
+    stored = metadata.schema.to_arrow_schema().names
     for field in declared:
-        if field.nullable or pa.types.is_nested(field.type):
+        if field.nullable or pa.types.is_nested(field.type) or field.name not in stored:
             continue
-        nulls = sum(
-            s.null_count
-            for s in _statistics(metadata, field.name)
-            if s is not None and s.has_null_count
-        )
+        stats = _statistics(metadata, field.name)
+        if all(s is not None and s.has_null_count for s in stats):
+            nulls = sum(s.null_count for s in stats)  # type: ignore[union-attr]
+        else:
+            nulls = read_column(field.name).null_count
         if nulls:
             problems.append(f"column {field.name!r} must not be null but holds {nulls} null(s)")
     return problems
-
-
-ColumnReader = Callable[[str], pa.ChunkedArray]
-"""Reads one column of the file being validated (only called when statistics are missing)."""
 
 
 def _values(metadata: pq.FileMetaData, name: str, read_column: ColumnReader) -> set:
@@ -158,6 +164,33 @@ def partition_problems(
     return problems
 
 
+DATA_FILE_PREFIX = "part-"
+"""Every data file's name starts with it: the documented plain-reader globs
+(``measurements/*/part-*.parquet``) match exactly the files kernel-corpus reads."""
+
+
+def layout_problems(partition_by: tuple[str, ...], relative_path: str) -> list[str]:
+    """Where a file sits (``relative_path``, from the table's directory) against where plain
+    readers look: data files are named ``part-*.parquet`` and sit directly under one directory
+    per partition key (``arch=sm_90/``), or directly in the table directory when it has none."""
+    directories, _, name = relative_path.rpartition("/")
+    segments = [s for s in directories.split("/") if s and s != "."]
+    problems = []
+    if not name.startswith(DATA_FILE_PREFIX):
+        problems.append(
+            f"the file name does not start with {DATA_FILE_PREFIX!r} (plain readers glob "
+            f"{DATA_FILE_PREFIX}*.parquet and would not see these rows)"
+        )
+    if len(segments) != len(partition_by) or any("=" not in s for s in segments):
+        where = "/".join(segments) + "/" if segments else "the table's top level"
+        wanted = "/".join(f"{key}=<value>" for key in partition_by) + "/" if partition_by else "the table's top level"
+        problems.append(
+            f"the file sits at {where}, not directly under {wanted} (plain readers that follow "
+            "the layout would miss or mislabel its rows)"
+        )
+    return problems
+
+
 def file_problems(
     table: str,
     metadata: pq.FileMetaData,
@@ -182,7 +215,7 @@ def file_problems(
         return [f"no declared schema of table {table!r} for schema_version {version}"]
     stored = metadata.schema.to_arrow_schema()
     problems = schema_problems(stored, declared)
-    problems += null_problems(metadata, declared)
+    problems += null_problems(metadata, declared, read_column)
     if VERSION_COLUMN in stored.names:
         problems += version_column_problems(metadata, version, read_column)
     if partition:

@@ -68,3 +68,23 @@ def test_missing_table_directory_is_reported(tmp_path):
     assert result.returncode == 1
     assert "table directory 'kernels' not found" in result.stdout.replace("\n", " ")
     assert "Traceback" not in result.stderr
+
+
+def test_a_measurement_of_another_arch_than_its_run_is_a_problem(dataset):
+    writer = DatasetWriter(dataset)
+    rows = sample_rows(7)
+    rows["measurements"][2]["arch"] = "sm_80"  # its run is sm_90: lands under arch=sm_80/
+    writer.write("measurements", rows["measurements"])
+    writer.commit_run(rows["runs"])
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert "1 row(s) whose arch differs from their run's" in problems
+    assert f"run_id={rows['runs'][0]['run_id']} is sm_90" in problems
+
+
+def test_a_null_timing_sample_is_a_problem(dataset):
+    writer = DatasetWriter(dataset)
+    rows = sample_rows(7)
+    rows["measurements"][1] |= {"samples_ms": [1.0, None, 2.0], "n_reps": 3}
+    writer.write("measurements", rows["measurements"])
+    writer.commit_run(rows["runs"])
+    assert "1 null value(s) inside samples_ms" in "\n".join(check_dataset(dataset).problems)

@@ -159,3 +159,35 @@ def test_stale_temporaries_are_reported_and_removed_only_when_old(dataset):
     os.utime(fresh, (old, old))
     compact_dataset(dataset)
     assert not fresh.exists()
+    future = table_dir / ".tmp-89ab-part-dated-ahead.parquet"  # a skewed clock or a touch
+    future.write_bytes(b"never renamed")
+    ahead = time.time() + 30 * 86400
+    os.utime(future, (ahead, ahead))
+    assert any(future.name in w for w in check_dataset(dataset).warnings)
+    check_dataset(dataset, fix=True)
+    assert not future.exists()  # it used to count as younger than any age, forever
+
+
+def test_copies_of_a_kernel_with_another_source_are_refused_not_deduplicated(dataset):
+    """Two rows with one kernel_id are only harmless copies if they hold the source that key
+    hashes: one that differs used to win silently (first by path) and survive compaction."""
+    import pytest
+
+    from schemas import ConflictingCopiesError, DatasetError
+
+    writer = DatasetWriter(dataset)
+    writer.write("kernels", [{"kernel_id": "k1", "family": "add", "entry_name": "add_kernel", "source": "def add(): ..."}])
+    assert read_table(dataset, "kernels").num_rows == 1  # an identical copy: deduplicated
+    assert check_dataset(dataset).ok
+    writer.write("kernels", [{"kernel_id": "k1", "family": "add", "entry_name": "add_kernel", "source": "# forged"}])
+    files = sorted(p.name for p in Path(dataset, "kernels").glob("*.parquet"))
+
+    for read in (lambda: read_table(dataset, "kernels"), lambda: scan_table(dataset, "kernels").collect()):
+        with pytest.raises(ConflictingCopiesError, match="kernels: 1 copy.*entry_name, source.*kernel_id=k1"):
+            read()
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert "kernels: 1 copy(ies) of a key hold other values of entry_name, source" in problems
+    assert "kernel_id=k1 is in 5 file(s)" in problems  # 3 runs wrote it, then the 2 copies
+    with pytest.raises(DatasetError, match="not compacted: kernels"):
+        compact_dataset(dataset)
+    assert sorted(p.name for p in Path(dataset, "kernels").glob("*.parquet")) == files

@@ -62,8 +62,28 @@ def test_a_file_holding_only_some_keys_cannot_retire_the_other(dataset: str) -> 
     rows = pq.read_table(real).replace_schema_metadata(None)
     assert rows.num_rows == 3
     _claim(real.parent / "part-partial.parquet", rows.slice(0, 1), "measurements", [real.name])
-    with pytest.raises(ReplacementError, match=r"2 key\(s\)"):
+    with pytest.raises(ReplacementError, match=r"2 of that file.s rows are not in it"):
         read_table(dataset, "measurements")
+
+
+def test_a_file_with_the_same_keys_but_other_timings_cannot_retire_the_real_one(dataset: str) -> None:
+    """A forged claim whose keys match but whose median_ms does not would swap every timing:
+    readers, check and compact must not honour it (compact used to delete the real file)."""
+    real = sorted(Path(dataset, "measurements", "arch=sm_90").glob("part-*.parquet"))[0]
+    rows = pq.read_table(real).replace_schema_metadata(None)
+    index = rows.schema.get_field_index("median_ms")
+    forged = rows.set_column(index, rows.schema.field(index), pa.array([999.0] * rows.num_rows))
+    _claim(real.parent / "part-forged.parquet", forged, "measurements", [real.name])
+
+    with pytest.raises(ReplacementError, match=r"3 of that file.s rows are not in it .*median_ms"):
+        read_table(dataset, "measurements")
+    report = check_dataset(dataset)
+    assert any("part-forged.parquet" in p and "not honoured" in p for p in report.problems)
+    with pytest.raises(ReplacementError):
+        compact_dataset(dataset)
+    assert real.exists()
+    (real.parent / "part-forged.parquet").unlink()
+    assert 999.0 not in read_table(dataset, "measurements").column("median_ms").to_pylist()
 
 
 def test_files_replacing_each_other_in_a_cycle_retire_nothing(dataset: str) -> None:

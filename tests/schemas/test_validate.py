@@ -3,6 +3,7 @@ merged by compact. Each damage kind is written the way a careless tool or operat
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -27,14 +28,19 @@ def _first(dataset: str, table: str) -> Path:
 
 
 def _rewrite(
-    path: Path, change: Callable[[pa.Table], pa.Table], metadata: dict[bytes, bytes] | None = None
+    path: Path,
+    change: Callable[[pa.Table], pa.Table],
+    metadata: dict[bytes, bytes] | None = None,
+    *,
+    statistics: bool = True,
 ) -> None:
-    """Rewrite ``path`` in place with ``change`` applied, keeping (or replacing) its footer."""
+    """Rewrite ``path`` in place with ``change`` applied, keeping (or replacing) its footer;
+    ``statistics=False`` writes it as a tool that stores no row-group statistics would."""
     original = pq.read_table(path)
     kv = dict(original.schema.metadata or {})
     kv.update(metadata or {})
     changed = change(original.replace_schema_metadata(None))
-    pq.write_table(changed.replace_schema_metadata(kv), path)
+    pq.write_table(changed.replace_schema_metadata(kv), path, write_statistics=statistics)
 
 
 def _drop_status(t: pa.Table) -> pa.Table:
@@ -129,18 +135,21 @@ def test_non_integer_footer_version_is_a_clear_error(dataset, value):
     assert any(victim.name in p and "not an integer" in p for p in check_dataset(dataset).problems)
 
 
-def test_nulls_in_a_non_nullable_column_are_refused(dataset):
+@pytest.mark.parametrize("statistics", [True, False], ids=["with-statistics", "without-statistics"])
+def test_nulls_in_a_non_nullable_column_are_refused(dataset, statistics):
     victim = _first(dataset, "measurements")
 
-    def null_status(t: pa.Table) -> pa.Table:
-        index = t.schema.get_field_index("status")
-        return t.set_column(
-            index, pa.field("status", pa.string()), pa.nulls(t.num_rows, pa.string())
-        )
+    def null_config(t: pa.Table) -> pa.Table:
+        index = t.schema.get_field_index("config_id")
+        values = pa.array([None, *t.column(index).to_pylist()[1:]], pa.string())
+        return t.set_column(index, pa.field("config_id", pa.string()), values)
 
-    _rewrite(victim, null_status)
-    with pytest.raises(SchemaMismatchError, match="'status' must not be null"):
+    _rewrite(victim, null_config, statistics=statistics)
+    with pytest.raises(SchemaMismatchError, match="'config_id' must not be null but holds 1"):
         read_table(dataset, "measurements")
+    with pytest.raises(SchemaMismatchError, match="'config_id' must not be null"):
+        scan_table(dataset, "measurements")
+    assert any(victim.name in p and "must not be null" in p for p in check_dataset(dataset).problems)
 
 
 def test_representation_variants_pass(dataset):
@@ -207,3 +216,57 @@ def test_a_directory_naming_no_partition_key_is_refused(dataset):
     source.rename(odd)
     with pytest.raises(SchemaMismatchError, match=r"directory arch=sm_90/ names no partition key"):
         read_table(dataset, "kernels")
+
+
+def _without_device_name(t: pa.Table) -> pa.Table:
+    return t.drop_columns(["device_name"])  # nullable: a valid file may lack it
+
+
+def _family_as_dictionary(t: pa.Table) -> pa.Table:
+    index = t.schema.get_field_index("family")
+    encoded = t.column(index).dictionary_encode()
+    return t.set_column(index, pa.field("family", encoded.type, nullable=False), encoded)
+
+
+@pytest.mark.parametrize("change", [_without_device_name, _family_as_dictionary])
+def test_scan_table_reads_every_file_check_accepts(dataset, change):
+    """check says OK only when both readers read the table: a valid file that polars' own scan
+    cannot combine with the others (a nullable column left out, a dictionary-encoded string)
+    is read through the conforming pyarrow path instead of failing at collect."""
+    _rewrite(_first(dataset, "runs"), change)
+    assert check_dataset(dataset).ok
+    expected = read_table(dataset, "runs").sort_by("run_id").to_pylist()
+    scanned = scan_table(dataset, "runs").sort("run_id").collect().to_arrow().to_pylist()
+    assert scanned == expected
+
+
+@pytest.mark.parametrize(
+    "where, expected",
+    [
+        ("measurements/part-top.parquet", "sits at the table's top level, not directly under arch=<value>/"),
+        ("measurements/arch=sm_90/x/part-deep.parquet", "sits at arch=sm_90/x/"),
+        ("measurements/junk/part-junk.parquet", "sits at junk/"),
+        ("measurements/arch=sm_90/copy.parquet", "does not start with 'part-'"),
+        ("kernels/sub/part-k.parquet", "sits at sub/, not directly under the table's top level"),
+    ],
+)
+def test_a_file_where_plain_readers_do_not_look_is_refused(dataset, where, expected):
+    """The documented plain readers glob part-*.parquet one partition level down: a data file
+    elsewhere was read by kernel-corpus only, so the two saw different rows."""
+    table = where.split("/")[0]
+    source = _first(dataset, table)
+    target = Path(dataset, where)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(source, target)
+    with pytest.raises(SchemaMismatchError, match=re.escape(expected)):
+        read_table(dataset, table)
+    assert any(target.name in p and expected in p for p in check_dataset(dataset).problems)
+
+
+def test_check_reports_files_that_are_not_parquet_data(dataset):
+    """A .bak copy is invisible to kernel-corpus but doubles the rows of pyarrow.dataset."""
+    runs = _first(dataset, "runs")
+    shutil.copy(runs, runs.with_name(runs.name + ".bak"))
+    report = check_dataset(dataset)
+    assert any("1 file(s) in table directories that are not Parquet data" in p and ".bak" in p for p in report.problems)
+    assert read_table(dataset, "runs").num_rows == 3
