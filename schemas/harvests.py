@@ -16,6 +16,11 @@ offers three views (``read_table(..., harvests=...)``):
   only when every repeat was ok; otherwise status, error and max_abs_error are those of the
   latest failed repeat. Every other column is the latest repeat's. ``runs`` rows: as latest.
 
+A ``skipped`` measurement (not benchmarked: a ``--budget`` left it out, or its run could not be
+set up) is no observation: in both views it is chosen only when no harvest measured the config,
+so a budgeted harvest never hides an earlier measurement, and a later one that measured what a
+budget skipped is not marked skipped.
+
 Pure functions over pyarrow tables; the reader does the IO.
 """
 
@@ -54,6 +59,7 @@ TIMING = (
 )
 FAILURE = ("status", "error", "max_abs_error")
 OK = Status.OK.value
+SKIPPED = Status.SKIPPED.value
 
 
 def check_mode(harvests: str, table: str, committed_only: bool) -> None:
@@ -75,7 +81,7 @@ def needed_columns(table: str, harvests: str) -> tuple[str, ...]:
     keys = (*GROUP_KEYS[table], "harvest_id")
     if table == "runs":
         return (*keys, RECENCY)
-    return (*keys, *TIMING, *FAILURE) if harvests == "pooled" else keys
+    return (*keys, *TIMING, *FAILURE) if harvests == "pooled" else (*keys, "status")
 
 
 @dataclass(frozen=True)
@@ -87,9 +93,17 @@ class _Groups:
 
 
 def _groups(rows: pa.Table, group_key: tuple[str, ...], recency: pa.Table | None) -> _Groups:
-    """``recency``: (run_id, harvest_id, finished_at) of the committed runs."""
+    """``recency``: (run_id, harvest_id, finished_at) of the committed runs. Within a group,
+    rows that were measured (status not ``skipped``) come before skipped ones, then the
+    latest harvest first."""
     names = [*group_key, "harvest_id", *([RECENCY] if RECENCY in rows.column_names else [])]
     keyed = rows.select(names).append_column("__row", pa.array(range(rows.num_rows), pa.int64()))
+    skipped = (
+        pc.fill_null(pc.equal(rows.column("status"), SKIPPED), False)
+        if "status" in rows.column_names
+        else pa.array([False] * rows.num_rows)
+    )
+    keyed = keyed.append_column("__skipped", skipped)
     if RECENCY not in keyed.column_names and recency is not None:  # measurements: ask the runs
         keyed = keyed.join(
             recency.select(["run_id", "harvest_id", RECENCY]),
@@ -103,6 +117,7 @@ def _groups(rows: pa.Table, group_key: tuple[str, ...], recency: pa.Table | None
     )
     ordering = [
         *((k, "ascending") for k in group_key),
+        ("__skipped", "ascending"),
         (RECENCY, "descending"),
         ("harvest_id", "descending"),
     ]
@@ -165,11 +180,12 @@ def _pool(rows: pa.Table, latest: pa.Table, members: pa.ListArray) -> pa.Table:
 
 
 def _latest_failures(rows: pa.Table, groups: list[list[int]]) -> list[tuple[int, int]]:
-    """(group position, row) of the latest non-ok repeat of every group that has one."""
+    """(group position, row) of the latest failed repeat of every group that has one (a
+    skipped repeat did not fail: it was not run)."""
     statuses = rows.column("status").to_pylist()
     failed = []
     for position, group in enumerate(groups):
-        row = next((r for r in group if statuses[r] != OK), None)
+        row = next((r for r in group if statuses[r] not in (OK, SKIPPED)), None)
         if row is not None:
             failed.append((position, row))
     return failed
@@ -199,8 +215,12 @@ def grouped_stats(owner: pa.Array, values: pa.Array, groups: int) -> pa.Table:
 
     Same definitions as the harvest: median, mean, min, max, 20th/80th percentiles with linear
     interpolation, population standard deviation, n_reps; ``samples_ms`` the group's samples.
-    A group without samples gets n_reps 0 and nulls.
+    A group without samples gets n_reps 0 and nulls. Null values are not samples: they are
+    left out (with their owner, so every other group keeps exactly its own samples).
     """
+    present = pc.is_valid(values)
+    if not pc.all(present).as_py():
+        owner, values = pc.filter(owner, present), pc.filter(values, present)
     table = pa.table({"g": owner, "v": values})
     aggregates = table.group_by("g").aggregate(
         [("v", "count"), ("v", "mean"), ("v", "min"), ("v", "max"), ("v", "stddev")]

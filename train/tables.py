@@ -95,10 +95,14 @@ GRAPH_COUNT_COLUMNS: tuple[str, ...] = (
 IR_COUNT_COLUMNS: tuple[str, ...] = tuple(f"ir_{name}" for name in GRAPH_COUNT_COLUMNS)
 
 
-def load_samples(data: str, *, level: str = "ttgir", harvests: str = "latest") -> pl.DataFrame:
+def load_samples(
+    data: str, *, level: str = "ttgir", harvests: str = "latest", keep_skipped: bool = False
+) -> pl.DataFrame:
     """One row per (run_id, config_id) measurement of the committed runs in ``data``.
 
-    Every status is kept (failed configs are the validity head's targets). Columns:
+    Every failure status is kept (failed configs are the validity head's targets); ``skipped``
+    rows (never benchmarked: left out by a ``--budget``, or their run could not be set up) are
+    no label, neither a latency nor a failure, and are dropped unless ``keep_skipped``. Columns:
 
     - keys: ``run_id``, ``config_id``, ``harvest_id``; the run's descriptive columns
       (:data:`RUN_COLUMNS`: family, shape_name, dtype, problem dims/flags, flops, bytes_moved,
@@ -134,6 +138,8 @@ def load_samples(data: str, *, level: str = "ttgir", harvests: str = "latest") -
         # One runs row per run_id (its latest harvest); a run resumed per config may have
         # measurements from an earlier harvest, which keep their own harvest_id.
         joined = measurements.join(runs.drop("harvest_id"), on="run_id", how="inner")
+    if not keep_skipped:
+        joined = joined.filter(pl.col("status") != Status.SKIPPED.value)
     joined = joined.with_columns(pl.col(f"{level}_id").alias("ir_id"))
     joined = joined.join(_graph_counts(data, level), on="ir_id", how="left")
     return _with_targets(_with_intensity(joined)).sort("run_id", "config_id")

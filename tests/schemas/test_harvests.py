@@ -231,3 +231,44 @@ def test_grouped_statistics_match_the_harvest_definitions():
             assert (row["p20_ms"], row["p80_ms"]) == pytest.approx((quintiles[0], quintiles[3]))
         else:
             assert row["p20_ms"] == row["p80_ms"] == samples[0]
+
+
+def test_a_null_sample_shifts_no_other_configs_pooled_samples(two_harvests):
+    """A null inside one repeat's ``samples_ms`` is no sample: that config pools the others,
+    and every other config keeps exactly its own samples (group offsets used to count it)."""
+    before = _by_key(read_table(two_harvests, "measurements", harvests="pooled"))
+    writer = DatasetWriter(two_harvests)
+    broken = _measurement("r2", "h4", C0, [8.0, 9.0]) | {"samples_ms": [8.0, None, 9.0]}
+    writer.write("measurements", [broken, _measurement("r1", "h4", C2, [6.0])])
+    writer.commit_run([_run("r2", "h4", 20, 1), _run("r1", "h4", 20, 1)])
+    after = _by_key(read_table(two_harvests, "measurements", harvests="pooled"))
+    assert after[("r2", C0)]["samples_ms"] == [5.0, 6.0, 8.0, 9.0]
+    assert after[("r2", C0)]["n_reps"] == 4
+    assert after[("r1", C2)]["samples_ms"] == [7.0, 6.0]
+    assert after[("r1", C0)]["samples_ms"] == before[("r1", C0)]["samples_ms"]
+
+
+@pytest.mark.parametrize("mode", ["latest", "pooled"])
+def test_a_skipped_repeat_neither_hides_nor_taints_a_measurement(tmp_path, mode):
+    """``skipped`` (a budget left the config out) is no observation: a later budgeted harvest
+    does not hide an earlier measurement, and a config measured after a budget skipped it is
+    not reported skipped; a config no harvest measured stays skipped."""
+    root = str(tmp_path / "ds")
+    writer = DatasetWriter(root)
+    skip = {"status": "skipped", "error": "not benchmarked under --budget 1"}
+    writer.write(
+        "measurements",
+        [_measurement("r1", "h1", C0, [1.0, 2.0]), _measurement("r1", "h1", C1, None) | skip,
+         _measurement("r1", "h1", C2, None) | skip],
+    )  # fmt: skip
+    writer.commit_run([_run("r1", "h1", 0, 3)])
+    writer.write(
+        "measurements",
+        [_measurement("r1", "h2", C0, None) | skip, _measurement("r1", "h2", C1, [4.0])],
+    )
+    writer.commit_run([_run("r1", "h2", 10, 2)])
+    rows = _by_key(read_table(root, "measurements", harvests=mode))
+    assert rows[("r1", C0)]["status"] == "ok" and rows[("r1", C0)]["samples_ms"] == [1.0, 2.0]
+    assert rows[("r1", C1)]["status"] == "ok" and rows[("r1", C1)]["samples_ms"] == [4.0]
+    assert rows[("r1", C1)]["error"] is None
+    assert rows[("r1", C2)]["status"] == "skipped"

@@ -21,6 +21,7 @@ from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.settings import read_settings
 from schemas import read_table
 from train.predict import MissingInputsWarning
+from train.tables import load_samples
 
 BASE = {"families": ("softmax",), "dtypes": ("float32",), "max_configs": 4, "workers": 1, "flush_every_s": 0.0}
 
@@ -54,6 +55,8 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
     assert all(e.startswith(f"{BUDGET_SKIP} 1: model checkpoint@") for e in skipped["error"])
     assert skipped["ttgir_id"].null_count() == 0  # compiled: the IR is in the dataset
     assert "benchmarked 6 of 12 compiled config(s)" in printed.replace("\n", " ")
+    samples = load_samples(str(out))  # what training reads: a skipped config is no label
+    assert samples.height == 6 and set(samples["status"]) == {"ok"}
 
     harvest(out, rank_with=str(guide_model), budget="1")  # the same budget: nothing left to do
     assert rows(out, "all").height == first.height
@@ -62,6 +65,8 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
     latest = rows(out)
     assert latest.height == 12 and latest.select("run_id", "config_id").n_unique() == 12
     assert set(latest["status"]) == {"ok"}
+    pooled = rows(out, "pooled")  # a budget's skip was no failed repeat
+    assert pooled.height == 12 and set(pooled["status"]) == {"ok"}
     measured = rows(out, "all").filter(pl.col("status") != "skipped")
     assert measured.select("run_id", "config_id").is_duplicated().sum() == 0  # none measured twice
 
@@ -119,11 +124,12 @@ def test_a_model_that_never_saw_the_device_guides_nothing_with_one_warning(
         (["--rank-with", "x"], "--rank-with needs --budget"),
         (["--rank-with", "no-such-model", "--budget", "4"], "no checkpoint.json"),
         (["--rank-with", "MODEL", "--budget", "lots"], "--budget 'lots'"),
+        (["--rank-with", "MODEL/..", "--budget", "4"], "the model python -m train ships is"),
         (["--rank-with", "no-such-model", "--budget", "4", "--ray", "local"], "no checkpoint.json"),
     ],
 )
 def test_bad_guidance_is_refused_before_any_work(argv, message, guide_model, tmp_path, capsys) -> None:
-    argv = [str(guide_model) if a == "MODEL" else a for a in argv]
+    argv = [a.replace("MODEL", str(guide_model)) for a in argv]  # MODEL/..: the train output
     assert main(["--families", "softmax", "--out", str(tmp_path / "d"), *argv]) == 2
     printed = capsys.readouterr().out
     assert message in printed.replace("\n", " ")
