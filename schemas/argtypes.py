@@ -15,12 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def _bounds_text(minimum: float | None, maximum: float | None, exclusive_minimum: bool) -> str:
+def _bounds_text(
+    minimum: float | None, maximum: float | None, exclusive_minimum: bool, exclusive_maximum: bool = False
+) -> str:
     parts = []
     if minimum is not None:
         parts.append(f"{'>' if exclusive_minimum else '>='} {minimum:g}")
     if maximum is not None:
-        parts.append(f"<= {maximum:g}")
+        parts.append(f"{'<' if exclusive_maximum else '<='} {maximum:g}")
     return " and ".join(parts)
 
 
@@ -47,12 +49,14 @@ def number(
     maximum: float | None = None,
     *,
     exclusive_minimum: bool = False,
+    exclusive_maximum: bool = False,
 ) -> Callable[[str], float]:
-    """A finite float in the given range (``exclusive_minimum``: strictly above ``minimum``).
+    """A finite float in the given range (``exclusive_minimum``/``exclusive_maximum``: strictly
+    above ``minimum`` / below ``maximum``).
 
     NaN and infinities are always refused: no option of this project means anything with them.
     """
-    bounds = _bounds_text(minimum, maximum, exclusive_minimum)
+    bounds = _bounds_text(minimum, maximum, exclusive_minimum, exclusive_maximum)
     wanted = f"a finite number {bounds}".rstrip()
 
     def parse(text: str) -> float:
@@ -63,7 +67,7 @@ def number(
         below = minimum is not None and (
             value <= minimum if exclusive_minimum else value < minimum
         )
-        above = maximum is not None and value > maximum
+        above = maximum is not None and (value >= maximum if exclusive_maximum else value > maximum)
         if not math.isfinite(value) or below or above:
             raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
         return value

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from schemas import SCHEMA_VERSION
@@ -118,7 +119,14 @@ def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint
             f"code's {FEATURIZER_VERSION}; retrain or use the matching kernel-corpus version"
         )
     model = CostModel(ModelConfig.from_dict(meta["model"]))
-    model.load_state_dict(load_file(str(src / WEIGHTS), device=device))
+    try:
+        model.load_state_dict(load_file(str(src / WEIGHTS), device=device))
+    except (SafetensorError, RuntimeError) as exc:  # truncated or foreign weights
+        reason = str(exc).splitlines()[0]
+        raise ValueError(
+            f"{src / WEIGHTS}: the weights do not load ({reason}); the checkpoint is damaged or "
+            "not this checkpoint.json's: copy it again or retrain"
+        ) from None
     model.to(device).eval()
     return Checkpoint(
         model=model,

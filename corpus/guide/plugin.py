@@ -41,13 +41,26 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 SKIP = "not benchmarked: ranked below the top {k} by model {model} (corpus.guide.prune_configs)"
+UNCOMPILED = (
+    "not benchmarked: did not compile for {target} when corpus.guide.prune_configs ranked the "
+    "configs ({error})"
+)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One tuning's verdict: the ids Triton benchmarks (best first), and the configs that did
+    not compile for ranking (id -> why: their ``skipped`` rows say so)."""
+
+    chosen: tuple[str, ...]
+    uncompiled: Mapping[str, str]
 """What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
 
 
@@ -137,8 +150,10 @@ class ConfigRanker:
         self.target = target
         self.early_config_prune = early_config_prune
         self.compile_timeout_s = compile_timeout_s
-        self.cache: dict[tuple[Any, ...], tuple[str, ...] | None] = {}
+        self.cache: dict[tuple[Any, ...], Ranking | None] = {}
         self.reasons: dict[str, str] = {}
+        """Why each config the latest tuning did not benchmark was left out (config id ->
+        reason); replaced at every call, so reasons never outlive their tuning."""
         self.compiles = 0
         self.compile_s = 0.0
         self.rank_s = 0.0
@@ -151,6 +166,7 @@ class ConfigRanker:
         from corpus.record.hooks import LAUNCH_OPTIONS
         from corpus.record.rows import as_config
 
+        self.reasons = {}
         if self.early_config_prune is not None:
             configs = list(self.early_config_prune(configs, named_args, **kwargs))
         configs = list(configs)
@@ -165,12 +181,13 @@ class ConfigRanker:
         with self._lock:
             if key not in self.cache:
                 self.cache[key] = self._choose(autotuner, configs, args, kwargs.get("grid"))
-            chosen = self.cache[key]
-        if chosen is None:
+            ranking = self.cache[key]
+        if ranking is None:
             return configs
         skip = SKIP.format(k=self.top_k, model=self.model.name)
-        self.reasons.update({config_id: skip for config_id in ids if config_id not in chosen})
-        return [configs[ids.index(config_id)] for config_id in chosen]
+        reasons = {config_id: skip for config_id in ids if config_id not in ranking.chosen}
+        self.reasons = {**reasons, **ranking.uncompiled}
+        return [configs[ids.index(config_id)] for config_id in ranking.chosen]
 
     def skip_reason_for(self, config: Any) -> str | None:
         """Why ``config`` (a ``triton.Config``) was not benchmarked, when this provider pruned it
@@ -179,7 +196,7 @@ class ConfigRanker:
 
         return self.reasons.get(as_config(config).id)
 
-    def _choose(self, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> tuple[str, ...] | None:
+    def _choose(self, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> Ranking | None:
         kernel = _kernel_of(autotuner)
         name = getattr(getattr(kernel, "fn", None), "__name__", "kernel")
         try:
@@ -201,7 +218,7 @@ class ConfigRanker:
             )
         return configs
 
-    def _rank(self, kernel: Any, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> tuple[str, ...]:
+    def _rank(self, kernel: Any, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> Ranking:
         from corpus.guide.candidates import candidate_frames, run_columns
         from corpus.harvest.plan import PlannedConfig, PlannedRun
         from corpus.harvest.sass_batch import instruction_stats_now
@@ -272,7 +289,12 @@ class ConfigRanker:
         self._missing_inputs(jit, entry, missing)
         order = np.argsort(scores.rank, kind="stable")
         self.rank_s += time.perf_counter() - begin
-        return tuple(compiled[i].id for i in order[: self.top_k])
+        uncompiled = {
+            config_id: UNCOMPILED.format(target=target, error=(outcome.error or outcome.status).splitlines()[0])
+            for config_id, outcome in outcomes.items()
+            if outcome.status != Status.OK.value
+        }
+        return Ranking(tuple(compiled[i].id for i in order[: self.top_k]), uncompiled)
 
     def _missing_inputs(self, jit: Any, entry: str, caught: list[warnings.WarningMessage]) -> None:
         """Say once per kernel, at the kernel's definition, which inputs the model ranked it
@@ -299,11 +321,12 @@ class ConfigRanker:
         if self._compiler is not None:
             return self._compiler
         if not interpreter:
-            from corpus.record.compiled import compile_config
+            from corpus.record.compiled import compile_config, heuristics_of
             from corpus.record.rows import kernel_function
 
             self._compiler = lambda fn, args, config: compile_config(
-                kernel_function(fn), args, config, target, always_compile=False
+                kernel_function(fn), args, config, target, always_compile=False,
+                heuristics=heuristics_of(kernel_function(fn)),
             )
             return self._compiler
         from corpus.harvest.settings import compiler_selected, read_settings, worker_environment

@@ -53,22 +53,26 @@ class RecordCompileHandler:
         self.kernels: dict[tuple[str, str], Any] = {}
 
     def _kernel(self, path: str, entry: str) -> Any:
+        """The module's kernel seen through its wrappers (``LoadedKernel``: the JIT function
+        and its ``@triton.heuristics``)."""
         from extract.kernel_loading import import_kernel_module, unwrap
 
         key = (path, entry)
         if key not in self.kernels:
-            self.kernels[key] = unwrap(getattr(import_kernel_module(path), entry), entry).fn
+            self.kernels[key] = unwrap(getattr(import_kernel_module(path), entry), entry)
         return self.kernels[key]
 
     def __call__(self, task: RecordCompileTask) -> tuple[CompileOutcome, str | None]:
         try:
-            jit = self._kernel(task.path, task.entry)
+            kernel = self._kernel(task.path, task.entry)
         except Exception as exc:
             return CompileOutcome(
                 Status.COMPILE_ERROR.value,
                 f"cannot load {task.entry} from {task.path}: {exc}"[:400],
             ), None
-        return compile_config(jit, task.args, task.config, self.init.target, always_compile=True)
+        return compile_config(
+            kernel.fn, task.args, task.config, self.init.target, always_compile=True, heuristics=kernel.heuristics
+        )
 
 
 def make_handler(init: RecordCompileInit) -> RecordCompileHandler:

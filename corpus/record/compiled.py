@@ -12,7 +12,7 @@ recorded call's own arguments (real tensors: only dtype and alignment matter to 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from corpus.errors import classify_compile_error
@@ -28,10 +28,39 @@ def _short(exc: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def call_arguments(jit: Any, args: Mapping[str, Any], config: Config) -> dict[str, Any]:
+Heuristic = tuple[str, Callable[[dict[str, Any]], Any]]
+"""(meta-parameter, rule) of a ``@triton.heuristics``: the rule maps every argument to its value."""
+
+
+def heuristics_of(jit: Any) -> tuple[Heuristic, ...]:
+    """The ``@triton.heuristics`` around ``jit`` (outermost first), found as the worker finds
+    the kernel: the object its module binds to the function's name, seen through
+    (:func:`extract.kernel_loading.unwrap`); empty when the module binds none."""
+    import sys
+
+    from extract.kernel_loading import unwrap
+
+    module = sys.modules.get(getattr(jit.fn, "__module__", ""))
+    bound = getattr(module, jit.fn.__name__, None) if module is not None else None
+    if bound is None:
+        return ()
+    try:
+        return unwrap(bound, jit.fn.__name__).heuristics
+    except Exception:  # a name bound to something else: nothing to evaluate
+        return ()
+
+
+def call_arguments(
+    jit: Any, args: Mapping[str, Any], config: Config, heuristics: tuple[Heuristic, ...] = ()
+) -> dict[str, Any]:
     """Every parameter of ``jit`` for one config: the call's arguments, the config's
-    meta-parameters, and the defaults of constexpr parameters nobody set."""
+    meta-parameters, what the ``heuristics`` choose from them (as Triton evaluates them at a
+    launch: outermost first, each seeing the arguments, the config and the launch options),
+    and the defaults of constexpr parameters nobody set."""
     merged = {**args, **config.kwargs}
+    launch = {"num_warps": config.num_warps, "num_stages": config.num_stages, "num_ctas": config.num_ctas}
+    for name, rule in heuristics:
+        merged[name] = rule({**merged, **launch})
     for param in jit.params:
         if param.name not in merged and param.is_constexpr and param.has_default:
             merged[param.name] = param.default
@@ -51,13 +80,20 @@ def _compiler_mode() -> Iterator[None]:
 
 
 def compile_config(
-    jit: Any, args: Mapping[str, Any], config: Config, target: str, *, always_compile: bool
+    jit: Any,
+    args: Mapping[str, Any],
+    config: Config,
+    target: str,
+    *,
+    always_compile: bool,
+    heuristics: tuple[Heuristic, ...] = (),
 ) -> tuple[CompileOutcome, str | None]:
     """(outcome, Triton's metadata hash of the compiled kernel) for one config. The outcome's
     instruction columns are unfilled where ``sass_code`` is set (see the module docstring).
 
     ``always_compile`` times a real compile (the interpreter compiled nothing); otherwise
-    Triton's on-disk cache serves the compile the workload itself did."""
+    Triton's on-disk cache serves the compile the workload itself did. ``heuristics``: those
+    of the kernel's ``@triton.heuristics`` (:func:`heuristics_of`), evaluated per config."""
     from extract.compile import compile_call
     from extract.graph import IrGraph
 
@@ -65,7 +101,7 @@ def compile_config(
         with _compiler_mode():
             result = compile_call(
                 jit,
-                call_arguments(jit, args, config),
+                call_arguments(jit, args, config, heuristics),
                 target=target,
                 always_compile=always_compile,
                 **config.compile_options(),

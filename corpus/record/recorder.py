@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from corpus.destination import probe_out
 from corpus.harvest.device import DeviceFacts, cuda_facts, interpreter_facts
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.rows import now
 from corpus.harvest.settings import Settings, compiler_selected, read_settings, worker_environment
 from corpus.record.compile_worker import WorkerCompiler
-from corpus.record.compiled import compile_config
+from corpus.record.compiled import compile_config, heuristics_of
 from corpus.record.hooks import AutotuneEvent, CpuBench, TritonHooks
 from corpus.record.rows import Compiler, RecordContext, event_rows, kernel_function
 from corpus.run_writer import RunRows, RunWriter
@@ -182,7 +183,8 @@ class Recorder:
         :mod:`corpus.record.compile_worker`)."""
         if not interpreter:
             return lambda fn, args, config: compile_config(
-                kernel_function(fn), args, config, target, always_compile=False
+                kernel_function(fn), args, config, target, always_compile=False,
+                heuristics=heuristics_of(kernel_function(fn)),
             )
         scratch = tempfile.TemporaryDirectory(prefix="corpus-record-")
         cache_dir = settings.triton_cache_dir or os.path.join(scratch.name, "triton-cache")
@@ -236,6 +238,10 @@ def record(out: str, **options: Any) -> Recorder:
 
     ``options`` are the fields of :class:`RecordOptions` (``target``, ``warmup``, ``rep``,
     ``compile_ir``, ``use_listener``). On a machine without a GPU, Triton's interpreter must be
-    selected (``TRITON_INTERPRET=1``) before the kernels are imported.
+    selected (``TRITON_INTERPRET=1``) before the kernels are imported. ``out`` is checked and
+    every table directory created first, as ``python -m corpus.record`` does
+    (:class:`corpus.destination.OutRefused` for a directory that holds something else), so the
+    dataset passes ``python -m schemas check`` even when no IR graph is written.
     """
+    probe_out(out)
     return Recorder(RecordOptions(out=out, **options))

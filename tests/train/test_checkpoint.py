@@ -88,6 +88,16 @@ def test_other_featurizer_version_is_refused(trained, tmp_path):
         load_checkpoint(tmp_path)
 
 
+def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path):
+    """A truncated copy of model.safetensors: a ValueError naming it (what --rank-with, the
+    replay and the plug-in report in one line), not the safetensors library's own error."""
+    _, _, _, directory = trained
+    (tmp_path / META).write_text((directory / META).read_text())
+    (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes()[:1000])
+    with pytest.raises(ValueError, match=f"{WEIGHTS}: the weights do not load"):
+        load_checkpoint(tmp_path)
+
+
 def test_rank_configs_from_ir_tables_matches_the_samples_path(trained, harvested):
     checkpoint, samples, parts, directory = trained
     test = parts["test"]

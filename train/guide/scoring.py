@@ -66,10 +66,14 @@ def load_model(directory: str | Path) -> GuideModel:
     Raises ``FileNotFoundError`` naming the missing file, ``ValueError`` for an incompatible
     checkpoint (the message says why)."""
     path = Path(directory)
+    if path.is_file() and path.name == META:
+        path = path.parent  # the checkpoint.json itself: its directory is meant
     for name in (META, WEIGHTS):
         if not (path / name).is_file():
+            shipped = path / "checkpoint" / META
+            hint = f"; the model python -m train ships is {path / 'checkpoint'}" if shipped.is_file() else ""
             raise FileNotFoundError(
-                f"{path}: no {name} there (expected a python -m train checkpoint)"
+                f"{path}: no {name} there (expected a python -m train checkpoint){hint}"
             )
     return GuideModel(load_checkpoint(path), model_name(path))
 

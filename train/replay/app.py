@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from schemas import Status
 from train.baselines.compare import fit_baselines
 from train.clusters import DEFAULT_DISTANCE, cluster_families, family_op_sets
 from train.data import load_dataset, read_ir_tables
@@ -37,7 +38,9 @@ from train.experiment import NEURAL
 from train.guide import EiSettings, GuideModel, Scores, load_model, score_candidates
 from train.layout import META, SHIPPED, find_splits_file, seed_checkpoints
 from train.replay.strategies import (
+    KNOWN,
     NEEDS_MODEL,
+    REMEASURED,
     STRATEGIES,
     RunOutcome,
     replay_run,
@@ -50,6 +53,8 @@ HELD_OUT = "test"
 """The partition replayed by default: val runs chose the model's best epoch, so only test runs
 are unseen."""
 REPLAYABLE = ("test", "val")
+REPLAY_HARVESTS = tuple(mode for mode in HARVEST_MODES if mode != "all")
+"""How repeated harvests of a config become its one ground-truth latency."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,9 @@ class ReplayConfig:
     tuner's settings (``--ei-*``) are chosen without looking at the figures they are judged by."""
     allow_unseen_arch: bool = False
     """Rank runs of an arch the model never saw (with a warning) instead of refusing."""
+    remeasured: str | None = None
+    """Another harvest of the same runs: the ``remeasured`` strategy orders configs by its
+    latencies, and only held-out runs it measured every config of are replayed."""
 
 
 def check_config(config: ReplayConfig) -> None:
@@ -86,15 +94,27 @@ def check_config(config: ReplayConfig) -> None:
     if not Path(config.model).is_dir():
         raise ValueError(f"--model {config.model}: no such directory")
     select_checkpoints(Path(config.model), config.model_name, config.split)
-    unknown = [s for s in config.strategies if s not in STRATEGIES]
+    unknown = [s for s in config.strategies if s not in KNOWN]
     if unknown:
         raise ValueError(
-            f"--strategies: unknown {', '.join(unknown)}; known: {', '.join(STRATEGIES)}"
+            f"--strategies: unknown {', '.join(unknown)}; known: {', '.join(KNOWN)}"
         )
+    if REMEASURED in config.strategies and config.remeasured is None:
+        raise ValueError("--strategies remeasured needs --remeasured DIR (a second harvest of the runs)")
+    if config.remeasured is not None and "://" not in config.remeasured and not Path(config.remeasured).is_dir():
+        raise ValueError(f"--remeasured {config.remeasured}: no such dataset directory")
     if config.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {config.repeats}")
-    if config.harvests not in HARVEST_MODES:
-        raise ValueError(f"--harvests must be one of {', '.join(HARVEST_MODES)}")
+    repeated = sorted({s for s in config.strategies if config.strategies.count(s) > 1})
+    if repeated:
+        raise ValueError(f"--strategies: {', '.join(repeated)} given twice")
+    if not config.strategies:
+        raise ValueError("--strategies: no strategy given")
+    if config.harvests not in REPLAY_HARVESTS:
+        raise ValueError(
+            f"--harvests must be one of {', '.join(REPLAY_HARVESTS)} (a replay needs one "
+            "measurement per config; 'all' keeps every harvest's row)"
+        )
     if not 0 < config.ei_threshold < 1:
         raise ValueError(f"--ei-threshold must be in (0, 1), got {config.ei_threshold}")
     if not config.ei_lengthscale > 0:
@@ -319,15 +339,53 @@ def static_scores(
     }
 
 
+def fully_measured(samples: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """``samples`` without the runs that hold a ``skipped`` config (the ground truth of a
+    replay is every config's measurement), and how many runs that left out."""
+    pruned = samples.filter(pl.col("status") == Status.SKIPPED.value).select("run_id").unique()
+    return samples.join(pruned, on="run_id", how="anti"), pruned.height
+
+
+def remeasured_latency(url: str, level: str, harvests: str) -> pl.DataFrame:
+    """(run_id, config_id, remeasured_ms) of another harvest: its median latency, inf for a
+    config that did not run."""
+    rows = load_samples(url, level=level, harvests=harvests)
+    return rows.select(
+        "run_id",
+        "config_id",
+        pl.when(pl.col("valid"))
+        .then(pl.col("median_ms").fill_null(float("inf")))
+        .otherwise(float("inf"))
+        .alias("remeasured_ms"),
+    )
+
+
+def with_remeasured(held: pl.DataFrame, remeasured: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """``held`` (sorted) with the column ``remeasured_ms``, keeping only runs whose every config
+    the other harvest measured; and how many runs were left out."""
+    joined = held.join(remeasured, on=["run_id", "config_id"], how="left")
+    complete = joined.group_by("run_id").agg(pl.col("remeasured_ms").is_not_null().all().alias("ok"))
+    kept = complete.filter(pl.col("ok")).select("run_id")
+    rows = joined.join(kept, on="run_id", how="semi").sort("run_id", "config_id")
+    return rows, complete.height - kept.height
+
+
 def replay_seed(
     config: ReplayConfig,
     samples: pl.DataFrame,
     seed_model: SeedModel,
     ir_tables: tuple[pl.DataFrame, pl.DataFrame],
+    remeasured: pl.DataFrame | None = None,
 ) -> tuple[list[RunOutcome], str | None]:
-    """Every strategy on every replayable held-out run of one seed."""
+    """Every strategy on every replayable held-out run of one seed (with ``remeasured``, see
+    :func:`remeasured_latency`: only runs it measured)."""
     train, held, note = partitions(config, samples, seed_model, seed_model.model.level)
     held = held.filter(pl.col("run_id").is_in(ranked_runs(held))).sort("run_id", "config_id")
+    if remeasured is not None:
+        held, missing = with_remeasured(held, remeasured)
+        if missing:
+            left_out = f"seed {seed_model.seed}: {missing} held-out run(s) not remeasured in {config.remeasured} left out"
+            note = left_out if note is None else f"{note}; {left_out}"
     if held.is_empty():
         return [], f"seed {seed_model.seed}: no held-out run with two valid configs"
     scores = static_scores(
@@ -338,6 +396,8 @@ def replay_seed(
         collapse=bool(seed_model.extra.get("collapse_identical", True)),
         relative=bool(seed_model.extra.get("run_relative_features", True)),
     )
+    if remeasured is not None:
+        scores[REMEASURED] = held["remeasured_ms"].to_numpy().astype(np.float64)
     strategies = [s for s in config.strategies if s != "tabular" or "tabular" in scores]
     model = None
     if NEEDS_MODEL & set(config.strategies):
@@ -390,12 +450,24 @@ def run_replay(
     selection = select_checkpoints(Path(config.model), config.model_name, config.split)
     models = seed_models(selection)
     level = models[0].model.level
-    samples = load_samples(config.data, level=level, harvests=config.harvests)
+    samples, pruned = fully_measured(
+        load_samples(config.data, level=level, harvests=config.harvests, keep_skipped=True)
+    )
     ir_tables = read_ir_tables(config.data, level)
+    remeasured = (
+        None
+        if config.remeasured is None
+        else remeasured_latency(config.remeasured, level, config.harvests)
+    )
     outcomes: list[RunOutcome] = []
     notes = []
+    if pruned:
+        notes.append(
+            f"{pruned} run(s) with configs never benchmarked (status skipped: a --budget harvest) "
+            "left out: a tuner's cost can only be judged on runs whose every config was measured"
+        )
     for seed_model in models:
-        mine, note = replay_seed(config, samples, seed_model, ir_tables)
+        mine, note = replay_seed(config, samples, seed_model, ir_tables, remeasured)
         outcomes += mine
         if note:
             notes.append(note)
@@ -416,6 +488,7 @@ def run_replay(
         "ei_noise": config.ei_noise,
         "partition": config.partition,
         "strategies": list(config.strategies),
+        "remeasured": config.remeasured,
         "notes": notes,
     }
     return outcomes, meta

@@ -14,6 +14,7 @@ from schemas.argtypes import number, positive_int
 from train.guide import EiSettings
 from train.replay.app import (
     HELD_OUT,
+    REPLAY_HARVESTS,
     REPLAYABLE,
     ReplayConfig,
     check_config,
@@ -22,8 +23,7 @@ from train.replay.app import (
     select_checkpoints,
 )
 from train.replay.report import write_outputs
-from train.replay.strategies import STRATEGIES
-from train.tables import HARVEST_MODES
+from train.replay.strategies import KNOWN, REMEASURED, STRATEGIES
 
 DESCRIPTION = (
     "Replay tuners on the held-out runs of a trained model (no GPU: the dataset's measurements "
@@ -66,20 +66,29 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     parser.add_argument(
         "--strategies",
         default=",".join(STRATEGIES),
-        help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all of them)",
+        help=f"comma-separated subset of {','.join(KNOWN)} (default: all but remeasured, which "
+        "--remeasured adds)",
+    )
+    parser.add_argument(
+        "--remeasured",
+        metavar="DIR",
+        help="another harvest of the same runs (same run_id and config_id): adds the strategy "
+        "remeasured, the configs in the order DIR measured them, judged on --data's "
+        "measurements (the floor the labels' reproducibility sets); replays only the held-out "
+        "runs DIR measured (default: none)",
     )
     parser.add_argument(
         "--repeats", type=positive_int, default=3, help="seeded draws per run of the lfbo tuner (default: 3)"
     )
     parser.add_argument(
         "--harvests",
-        choices=HARVEST_MODES,
+        choices=REPLAY_HARVESTS,
         default="latest",
         help="which harvest's rows of a repeated run to replay (default: latest)",
     )
     parser.add_argument(
         "--ei-threshold",
-        type=number(minimum=0.0, maximum=1.0),
+        type=number(minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True),
         default=0.01,
         help="auto stops when no config is expected to improve the best by this fraction (default: 0.01)",
     )
@@ -113,6 +122,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     )
     args = parser.parse_args(argv)
     strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
+    if args.remeasured is not None and REMEASURED not in strategies:
+        strategies += (REMEASURED,)
     config = ReplayConfig(
         data=args.data,
         model=args.model,
@@ -128,6 +139,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         ei_noise=args.ei_noise,
         partition=args.partition,
         allow_unseen_arch=args.allow_unseen_arch,
+        remeasured=args.remeasured,
     )
     try:
         check_config(config)

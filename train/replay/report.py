@@ -95,8 +95,10 @@ def family_markdown(table: Sequence[Mapping[str, Any]], strategies: Sequence[str
 def seed_markdown(table: Sequence[Mapping[str, Any]], strategies: Sequence[str], max_families: int = 6) -> str:
     """Per seed: held-out runs and families, each strategy's ratio to random at 2% regret."""
     shown = [s for s in strategies if s != "random" and any(row.get(s) is not None for row in table)]
+    if not shown:
+        return ""  # no ratio without random's figures
     lines = [
-        "| seed | runs | held-out families | " + " | ".join(shown) + " |",
+        "| " + " | ".join(["seed", "runs", "held-out families", *shown]) + " |",
         "|" + "---|" * (len(shown) + 3),
     ]
     for row in table:
@@ -230,9 +232,10 @@ def render(
     if auto:
         parts += ["", "`--budget auto` (stops when expected improvement < "
                   f"{meta.get('ei_threshold', 0.01):.0%}):", "", auto]  # fmt: skip
-    if seed_rows:
+    per_seed = seed_markdown(seed_rows, strategies) if seed_rows else ""
+    if per_seed:
         parts += ["", "Configs to reach 2% regret over random's, per seed (the *vs random* column "
-                  "averages these):", "", seed_markdown(seed_rows, strategies)]  # fmt: skip
+                  "averages these):", "", per_seed]  # fmt: skip
     parts += ["", "Configs to reach 2% regret, per held-out family (pooled over seeds):", ""]
     parts.append(family_markdown(families, strategies))
     for note in meta.get("notes", []):

@@ -6,6 +6,9 @@ Static orders (expected curves, exact; ties in random order):
 - ``default``: the family's default config first, then the rest in random order.
 - ``analytic``, ``tabular`` (LightGBM), ``model`` (the ``--model`` checkpoint): configs by the
   model's score, fitted on the seed's training runs (``model`` was trained on them).
+- ``remeasured`` (only with ``--remeasured DIR``): configs by the latencies another harvest of
+  the same runs measured. A ranking that knows every config's latency as measured once: judged
+  on ``--data``'s own measurement, what it needs is the floor the labels' reproducibility sets.
 
 Adaptive tuners (realized orders, averaged over ``repeats`` seeded draws):
 
@@ -36,10 +39,13 @@ from train.guide import EiPolicy, EiSettings, LfboPolicy, Policy, Scores
 from train.guide.encoding import config_matrix, knob_matrix
 from train.replay.curves import expected_curve, expected_needed, order_curve, order_needed
 
-STATIC = ("random", "default", "analytic", "tabular", "model")
+REMEASURED = "remeasured"
+STATIC = ("random", "default", "analytic", "tabular", "model", REMEASURED)
 ADAPTIVE = ("lfbo", "lfbo+model", "ei")
 AUTO = "auto"
-STRATEGIES: tuple[str, ...] = (*STATIC, *ADAPTIVE, AUTO)
+KNOWN: tuple[str, ...] = (*STATIC, *ADAPTIVE, AUTO)
+STRATEGIES: tuple[str, ...] = tuple(s for s in KNOWN if s != REMEASURED)
+"""The tuners replayed by default (``remeasured`` needs a second measurement of the runs)."""
 NEEDS_MODEL = frozenset({"model", "lfbo+model", "ei", AUTO})
 TOLERANCES = (0.05, 0.02, 0.0)
 """Regret levels whose cost (benchmarks to reach) the table reports: 5 %, 2 %, the best."""

@@ -102,19 +102,48 @@ def untuned(model: str, target: str | None = None) -> dict[str, Any]:
 
 def recorded(model: str, out: Path) -> dict[str, Any]:
     """The plug-in inside ``corpus.record``: pruned configs are recorded as skipped, naming the
-    model."""
+    model; one that did not compile for ranking (BLOCK=100: not a power of two) says so; a
+    second key whose own ``early_config_prune`` leaves top_k configs is not the model's doing."""
     import triton
 
     import corpus.record
     from corpus.guide import prune_configs
     from tests.corpus.guide.kernels import scale_kernel
 
-    tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune_configs(model, top_k=2))(
-        scale_kernel
-    )
+    def keep_block_64_for_large(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+        large = named_args["n_elements"] >= 3000
+        return [c for c in configs if c.kwargs["BLOCK"] == 64] if large else configs
+
+    candidates = [*configs(), triton.Config({"BLOCK": 100}, num_warps=1)]
+    prune = prune_configs(model, top_k=2, early_config_prune=keep_block_64_for_large)
+    tuned = triton.autotune(candidates, key=["n_elements"], prune_configs_by=prune)(scale_kernel)
     with corpus.record(out=str(out), rep=2):
-        correct = launch(tuned, 1000)
+        correct = launch(tuned, 1000) and launch(tuned, 3000)
     return {"correct": correct, "out": str(out)}
+
+
+def heuristic(model: str, out: Path) -> dict[str, Any]:
+    """A kernel under ``@triton.heuristics`` (EVEN is not a config's): the model ranks it (the
+    heuristic is evaluated per config before compiling) and the recorder stores its IR."""
+    import triton
+
+    import corpus.record
+    from corpus.guide import prune_configs
+    from tests.corpus.guide.kernels import even_scale_kernel
+
+    tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune_configs(model, top_k=2))(
+        even_scale_kernel
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with corpus.record(out=str(out), rep=1):
+            correct = launch(tuned, 1024)
+    return {
+        "correct": correct,
+        "benchmarked": len(tuned.configs_timings),
+        "warnings": [str(w.message) for w in caught if "cannot rank" in str(w.message)],
+        "out": str(out),
+    }
 
 
 def main(out: Path, model: str, foreign_model: str) -> None:
@@ -124,6 +153,7 @@ def main(out: Path, model: str, foreign_model: str) -> None:
         "fallback": untuned(model, target="sm_20"),
         "unseen_arch": untuned(foreign_model),
         "recorded": recorded(model, out / "recorded"),
+        "heuristic": heuristic(model, out / "heuristic"),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
 

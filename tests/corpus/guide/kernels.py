@@ -12,3 +12,16 @@ def scale_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     tl.store(out_ptr + offsets, 2.0 * x + 1.0, mask=mask)
+
+
+@triton.heuristics({"EVEN": lambda args: args["n_elements"] % args["BLOCK"] == 0})
+@triton.jit
+def even_scale_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    """``scale_kernel`` whose mask a ``@triton.heuristics`` drops when the blocks tile exactly:
+    compiling a config needs EVEN, which only the heuristic gives."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offsets, 2.0 * tl.load(x_ptr + offsets) + 1.0)
+    else:
+        mask = offsets < n_elements
+        tl.store(out_ptr + offsets, 2.0 * tl.load(x_ptr + offsets, mask=mask) + 1.0, mask=mask)

@@ -72,13 +72,33 @@ def test_a_model_that_never_saw_the_device_falls_back_before_compiling(report: d
     assert "trained on sm_90 only, not on interpreter" in unseen["warnings"][0]
 
 
-def test_recorded_workloads_say_which_model_pruned_a_config(report: dict, guide_model: Path) -> None:
-    rows = pl.from_arrow(read_table(report["recorded"]["out"], "measurements", columns=["status", "error"]))
+def test_recorded_workloads_say_why_each_config_was_not_benchmarked(report: dict, guide_model: Path) -> None:
+    """n=1000: the model's top 2 of 7 benchmarked, 4 ranked below them, one that did not compile
+    for ranking says so (it used to be "ranked below"). n=3000: the user's own prune leaves 2,
+    which the model does not rank, so none of the 5 others says the model pruned it (a reason
+    of the earlier key used to stick)."""
+    columns = ["run_id", "status", "error"]
+    rows = pl.from_arrow(read_table(report["recorded"]["out"], "measurements", columns=columns))
     assert report["recorded"]["correct"]
-    assert rows["status"].to_list().count("ok") == 2
-    skipped = rows.filter(pl.col("status") == "skipped")["error"].to_list()
-    assert len(skipped) == 4
-    assert all("top 2 by model checkpoint@" in reason for reason in skipped)
+    by_run = {len(group.filter(pl.col("error").str.contains("top 2 by model"))): group for _, group in rows.group_by("run_id")}
+    ranked, pruned_by_user = by_run[4], by_run[0]
+    for group in (ranked, pruned_by_user):
+        assert group["status"].to_list().count("ok") == 2 and group.height == 7
+    (uncompiled,) = ranked.filter(pl.col("error").str.contains("did not compile"))["error"].to_list()
+    assert "when corpus.guide.prune_configs ranked the configs" in uncompiled
+    skipped = pruned_by_user.filter(pl.col("status") == "skipped")["error"].to_list()
+    assert len(skipped) == 5 and all(reason.startswith("pruned by the autotuner") for reason in skipped)
+
+
+def test_a_kernel_under_triton_heuristics_is_ranked_and_recorded_with_its_ir(report: dict) -> None:
+    """Compiling a config of it needs the heuristic's EVEN: it used to fail for every config
+    ("no value for parameter(s) EVEN"), so the model fell back to all 6 and no IR was stored."""
+    heuristic = report["heuristic"]
+    assert heuristic["correct"] and heuristic["warnings"] == []
+    assert heuristic["benchmarked"] == 2
+    rows = pl.from_arrow(read_table(heuristic["out"], "measurements", columns=["status", "ttgir_id"]))
+    ok = rows.filter(pl.col("status") == "ok")
+    assert ok.height == 2 and ok["ttgir_id"].null_count() == 0
 
 
 def test_bad_arguments_are_refused_at_decoration(guide_model: Path, tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ def hooks(out: Path) -> dict[str, Any]:
     from triton.runtime import Autotuner
 
     import corpus.record
+    from schemas.check import check_dataset
 
     original_run = Autotuner.run
 
@@ -79,6 +80,7 @@ def hooks(out: Path) -> dict[str, Any]:
         "run_restored": Autotuner.run is original_run,
         "compile_restored": knobs.compilation.listener is user_listener,
         "autotune_restored": getattr(knobs.autotuning, "listener", missing) is previous_autotune,
+        "check_problems": check_dataset(str(out)).problems,  # no IR graph written: still a dataset
     }
 
 

@@ -110,6 +110,8 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
         (["--model", str(trained / "checkpoint"), "--split", "cluster"], "trained on the family split"),
         (["--model", str(trained), "--partition", "train"], "invalid choice: 'train'"),
         (["--model", str(trained), "--ei-lengthscale", "0"], "--ei-lengthscale"),
+        (["--model", str(trained), "--strategies", "model,random,model"], "model given twice"),
+        (["--model", str(trained), "--harvests", "all"], "invalid choice: 'all'"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["--data", harvested, *argv])
@@ -147,3 +149,44 @@ def test_a_model_without_a_split_replays_every_run_without_lightgbm(harvested, t
     runs = pl.read_parquet(out / "runs.parquet")
     assert set(runs["strategy"]) == {"random", "analytic", "model"}
     assert runs["run_id"].n_unique() == len(ranked_runs(load_samples(harvested)))
+
+
+def _copy_without_run(source: str, target: Path, run_id: str) -> None:
+    """A dataset holding every table of ``source`` but the rows of one run (written by the
+    dataset writer, committing the runs rows last)."""
+    from schemas import DatasetWriter, read_table
+
+    writer = DatasetWriter(str(target))
+    for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements", "runs"):
+        rows = read_table(source, table)
+        if "run_id" in rows.column_names:
+            rows = pl.from_arrow(rows).filter(pl.col("run_id") != run_id).to_arrow()
+        if table == "runs":
+            writer.commit_run(rows)
+        else:
+            writer.write(table, rows)
+
+
+def test_remeasured_orders_by_another_measurement_of_the_runs(harvested, trained, tmp_path, capsys):
+    """--remeasured DIR: the strategy ``remeasured`` ranks by DIR's latencies. With --data's own
+    measurements it is an oracle (the best config first: zero regret at budget 1), and held-out
+    runs DIR lacks are left out of every strategy, with a note."""
+    out = tmp_path / "oracle"
+    argv = ["--data", harvested, "--model", str(trained), "--split", "cluster", "--strategies", "random,model"]
+    assert main([*argv, "--remeasured", harvested, "--out", str(out)]) == 0
+    runs = pl.read_parquet(out / "runs.parquet")
+    oracle = runs.filter(pl.col("strategy") == "remeasured")
+    assert oracle.height == runs.filter(pl.col("strategy") == "random").height > 0
+    assert (oracle["configs_to_0"] == 1.0).all() and (oracle["regret_at_0.01"] == 0.0).all()
+
+    dropped = sorted(runs["run_id"].unique())[0]
+    partial = tmp_path / "partial"
+    _copy_without_run(harvested, partial, dropped)
+    assert main([*argv, "--remeasured", str(partial), "--out", str(tmp_path / "partial-replay")]) == 0
+    assert "1 held-out run(s) not remeasured" in capsys.readouterr().out
+    replayed = pl.read_parquet(tmp_path / "partial-replay" / "runs.parquet")
+    assert dropped not in set(replayed["run_id"]) and replayed["run_id"].n_unique() == runs["run_id"].n_unique() - 1
+
+    with pytest.raises(SystemExit):
+        main([*argv[:-1], "random,remeasured"])  # the strategy without a second measurement
+    assert "needs --remeasured DIR" in capsys.readouterr().err
