@@ -140,6 +140,15 @@ def check_config(config: ExperimentConfig) -> None:
         raise UsageError(
             f"--split {config.split!r}: choose one or more of {', '.join(SPLIT_KINDS)}"
         )
+    for option, names in (("--models", tuple(config.models)), ("--split", kinds)):
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:  # each would count as more seeds and narrow the intervals
+            raise UsageError(f"{option}: {', '.join(twice)} given twice")
+    if not _device_usable(config.train.device):
+        raise UsageError(
+            f"--device {config.train.device}: not a device torch can use here (cpu, or cuda / "
+            "cuda:N with a CUDA build of torch and that GPU)"
+        )
     positive = {
         "--seeds": config.seeds,
         "--epochs": config.train.epochs,
@@ -166,6 +175,18 @@ def check_config(config: ExperimentConfig) -> None:
             f"--final trains a neural model: add one of {', '.join(NEURAL)} to --models "
             "or name it with --final-model"
         )
+
+
+def _device_usable(device: str) -> bool:
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        return False
+    if parsed.type == "cuda":
+        return torch.cuda.is_available() and (parsed.index or 0) < torch.cuda.device_count()
+    return parsed.type == "cpu"
 
 
 def probe_out(out: str) -> None:
@@ -251,6 +272,13 @@ def plan_splits(
                 )
             except ValueError as exc:
                 raise UsageError(f"--split {kind}: {exc}") from None
+            training = split_frame(samples, plans[(kind, seed)], "train")
+            if not ranked_runs(training):  # nothing to learn an order from
+                raise UsageError(
+                    f"--split {kind}: seed {seed}'s training runs have no run with two configs "
+                    "that ran ok (too few valid runs for this split; harvest more, or fewer "
+                    "--seeds)"
+                )
     return plans
 
 
@@ -459,6 +487,7 @@ def run_experiment(
         # Models of an earlier command in this --out would pass for this one's seeds; the
         # splits go first, so the models saved as they are trained always have theirs.
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+        shutil.rmtree(out / SHIPPED, ignore_errors=True)  # a baselines-only run ships none
         write_splits(out / SPLITS_FILE, plans)
     for kind in config.split_kinds:
         for seed in range(config.seeds):

@@ -173,9 +173,10 @@ def rank_dataset(
     harvests: str = "latest",
     allow_unseen_arch: bool = False,
 ) -> pl.DataFrame:
-    """Rank every config of every run in the dataset ``data`` (measured or not)."""
+    """Rank every config of every run in the dataset ``data`` (measured or not: the ``skipped``
+    configs of a budgeted harvest are the ones a user wants ranked)."""
     ckpt = _checkpoint(checkpoint)
-    samples = load_samples(data, level=ckpt.level, harvests=harvests)
+    samples = load_samples(data, level=ckpt.level, harvests=harvests, keep_skipped=True)
     nodes, edges = read_ir_tables(data, ckpt.level)
     return rank_configs(ckpt, samples, nodes, edges, allow_unseen_arch=allow_unseen_arch)
 

@@ -29,3 +29,14 @@ def test_not_a_dataset_is_one_error_line(tmp_path, capsys, command):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and str(tmp_path / "docs") in lines[0]
     assert captured.out == ""
+
+
+def test_baselines_on_data_a_split_cannot_divide_is_one_error_line(tmp_path, capsys):
+    """One family cannot be split by family: one line and exit 2, as python -m train says it
+    (it used to be a traceback)."""
+    from tests.train.synthetic import write_dataset
+
+    data = write_dataset(str(tmp_path / "data"), n_families=1).root
+    assert baselines_main(["--data", data, "--seeds", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "needs at least 2" in err and len(err.splitlines()) == 1

@@ -145,14 +145,33 @@ def _all_failed(root: Path) -> str:
     return str(root)
 
 
+def _one_family_runs(root: Path) -> str:
+    """Three families, of which only ``fa``'s configs ran: a family split that holds ``fa``
+    out of training leaves nothing to learn an order from."""
+    writer = DatasetWriter(str(root))
+    for index, family in enumerate(("fa", "fb", "fc")):
+        rows = run_rows(family, (64, 256), index=index, n_configs=3, seed=0)
+        for row in rows["measurements"] if family != "fa" else []:
+            row.update(status="compile_error", median_ms=None, p20_ms=None, p80_ms=None,
+                       samples_ms=None)  # fmt: skip
+        writer.write("measurements", rows["measurements"])
+        writer.commit_run(rows["runs"])
+    return str(root)
+
+
 @pytest.mark.parametrize(
     ("case", "extra", "message"),
     [
         ("empty", [], "table directory 'runs' not found"),
         ("failed", [], "none of its 9 configs ran ok"),
+        ("one_valid_family", ["--seeds", "3"], "training runs have no run with two configs that ran ok"),
         ("one_family", [], "--split family: split 'family' needs at least 2"),
         ("synthetic", ["--split", "device"], "--split device: split 'device' needs at least 2"),
         ("synthetic", ["--final", "--models", "tabular"], "--final trains a neural model"),
+        # a repeated model or split kind was counted as more seeds, narrowing every interval
+        ("synthetic", ["--models", "mlp,mlp,tabular"], "--models: mlp given twice"),
+        ("synthetic", ["--split", "family,family"], "--split: family given twice"),
+        ("synthetic", ["--device", "gpu"], "--device gpu: not a device torch can use here"),
     ],
 )
 def test_bad_datasets_and_options_are_one_line_errors(tmp_path, capsys, case, extra, message):
@@ -161,9 +180,12 @@ def test_bad_datasets_and_options_are_one_line_errors(tmp_path, capsys, case, ex
         data.mkdir()
     elif case == "failed":
         _all_failed(data)
+    elif case == "one_valid_family":
+        _one_family_runs(data)
     else:
         write_dataset(str(data), n_families=1 if case == "one_family" else 3)
-    argv = ["--data", str(data), "--out", str(tmp_path / "out"), "--epochs", "1", "--seeds", "1",
+    seeds = [] if "--seeds" in extra else ["--seeds", "1"]
+    argv = ["--data", str(data), "--out", str(tmp_path / "out"), "--epochs", "1", *seeds,
             "--cache-dir", str(tmp_path / "cache"), *extra]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -230,3 +252,29 @@ def test_a_rerun_into_the_same_out_keeps_no_model_of_the_earlier_run(tmp_path):
     assert main([*argv, "--seeds", "1"]) == 0
     assert [(c.model, c.kind, c.seed) for c in seed_checkpoints(out)] == [("mlp", "family", 0)]
     assert set(pl.read_parquet(out / "splits.parquet")["seed"]) == {0}
+    assert (out / "checkpoint").is_dir()
+    # baselines only: no model is trained, so none of the earlier run's may look shipped
+    assert main([*argv[:-3], "tabular", *argv[-2:], "--seeds", "1"]) == 0
+    assert not (out / "checkpoint").exists() and not seed_checkpoints(out)
+
+
+def test_train_baselines_judges_lightgbm_as_python_m_train_does(harvested, tmp_path):
+    """Same data, split and seed: python -m train.baselines and python -m train's LightGBM give
+    the same figures (the former fitted on every twin of a binary; train collapses them)."""
+    from train.baselines.__main__ import main as baselines_main
+
+    out = tmp_path / "train"
+    assert main(["--data", harvested, "--out", str(out), "--models", "tabular", "--seeds", "1",
+                 "--cache-dir", str(tmp_path / "cache")]) == 0  # fmt: skip
+    assert baselines_main(["--data", harvested, "--seeds", "1", "--models", "tabular",
+                           "--out", str(tmp_path / "baselines")]) == 0  # fmt: skip
+
+    def taus(path: Path) -> dict:
+        results = json.loads((path / "metrics.json").read_text())["results"]
+        return {
+            r["partition"]: r["metrics"]["kendall_tau"]
+            for r in results
+            if r["model"] == "tabular" and r["partition"] in ("val", "test")
+        }
+
+    assert taus(tmp_path / "baselines") == taus(out)

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     try:
         results = compare_baselines(config)
-    except DatasetError as exc:  # bad input: one line, no traceback
+    except (DatasetError, ValueError) as exc:  # bad input or data it cannot split: one line
         print_error(Console(stderr=True), str(exc))
         return 2
     if config.out:  # the report as written, meta included

@@ -125,8 +125,8 @@ def compare_baselines(config: CompareConfig) -> list[ModelResult]:
         splits = assign_splits(
             frame, config.split, seed, config.val_fraction, config.test_fraction, groups=groups
         )
-        results += evaluate_baselines(
-            config.models, frame, splits, seed=seed, split_kind=config.split
+        results += evaluate_baselines(  # fitted as python -m train fits them, by default
+            config.models, frame, splits, seed=seed, split_kind=config.split, collapse=True
         )
     if config.out:
         meta = {

@@ -20,7 +20,7 @@ from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.settings import read_settings
 from schemas import read_table
-from train.predict import MissingInputsWarning
+from train.predict import MissingInputsWarning, rank_dataset
 from train.tables import load_samples
 
 BASE = {"families": ("softmax",), "dtypes": ("float32",), "max_configs": 4, "workers": 1, "flush_every_s": 0.0}
@@ -57,6 +57,8 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
     assert "benchmarked 6 of 12 compiled config(s)" in printed.replace("\n", " ")
     samples = load_samples(str(out))  # what training reads: a skipped config is no label
     assert samples.height == 6 and set(samples["status"]) == {"ok"}
+    ranked = rank_dataset(str(guide_model), str(out))  # what a user ranks: every config
+    assert ranked.height == 12
 
     harvest(out, rank_with=str(guide_model), budget="1")  # the same budget: nothing left to do
     assert rows(out, "all").height == first.height
