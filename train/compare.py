@@ -45,6 +45,8 @@ class Entry:
     source: str
     metrics: dict[int, dict[str, float]]
     held_out: dict[int, frozenset[str]]
+    rows_key: str | None = None
+    """``meta.rows_key`` (:func:`train.experiment.rows_key`; None in older outputs)."""
 
 
 def parse_entry(text: str) -> tuple[str, Path, str]:
@@ -79,6 +81,7 @@ def load_entry(text: str, split: str, partition: str) -> Entry:
             for r in rows
         },
         {int(r["seed"]): frozenset(r["run_taus"]) for r in rows},
+        payload.get("meta", {}).get("rows_key"),
     )
 
 
@@ -89,6 +92,11 @@ def check_pairs(entries: Sequence[Entry]) -> list[int]:
         raise CompareError("the entries share no seed")
     first = entries[0]
     for entry in entries[1:]:
+        if None not in (entry.rows_key, first.rows_key) and entry.rows_key != first.rows_key:
+            raise CompareError(
+                f"{entry.source} learnt from other measurements than {first.source} (another "
+                "dataset, or another harvest of its runs): not a paired comparison"
+            )
         for seed in seeds:
             if entry.held_out[seed] != first.held_out[seed]:
                 raise CompareError(

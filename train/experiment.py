@@ -18,6 +18,7 @@ otherwise the first split kind's seed-0 model of the first neural model) and wha
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import statistics
@@ -175,6 +176,21 @@ def check_config(config: ExperimentConfig) -> None:
             f"--final trains a neural model: add one of {', '.join(NEURAL)} to --models "
             "or name it with --final-model"
         )
+
+
+def rows_key(samples: pl.DataFrame) -> str:
+    """Hex digest of which measurements an experiment learnt from: every (run_id, config_id,
+    harvest_id, status) of ``samples``, in sorted order. Unlike ``dataset_key`` it ignores
+    the IR level, the file layout (compaction) and the featurizer, so two experiments on the
+    same rows compare seed by seed (:mod:`train.compare`)."""
+    rows = samples.select("run_id", "config_id", "harvest_id", "status").sort(
+        "run_id", "config_id", "harvest_id"
+    )
+    digest = hashlib.sha256()
+    for column in rows.columns:
+        digest.update("\x1f".join(rows[column].cast(pl.String).fill_null("").to_list()).encode())
+        digest.update(b"\x1e")
+    return digest.hexdigest()[:32]
 
 
 def _device_usable(device: str) -> bool:
@@ -553,6 +569,7 @@ def run_experiment(
             "level": config.level,
             "seeds": config.seeds,
             "samples": samples.height,
+            "rows_key": rows_key(samples),
             "runs": samples["run_id"].n_unique(),
             "rankable_runs": len(rankable),
             "families": samples["family"].n_unique(),

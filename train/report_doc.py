@@ -322,6 +322,7 @@ CONSUMED = frozenset(
     {
         "data",
         "dataset_key",
+        "rows_key",
         "split",
         "seeds",
         "samples",
@@ -343,7 +344,8 @@ CONSUMED = frozenset(
     }
 )
 """Meta keys the facts say in words; ``dataset_key`` (the processed-data cache key, a
-fingerprint of the tables and options) stays in metrics.json only."""
+fingerprint of the tables and options) and ``rows_key`` (which measurements were learnt
+from, :func:`train.experiment.rows_key`) stay in metrics.json only."""
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -408,6 +410,13 @@ def report_notes(payload: Mapping[str, Any]) -> list[str]:
             )
         if len(per_seed) == 1:
             notes.append("one seed: no intervals and no paired comparison (use --seeds 3 or more).")
+        unranked = sorted(seed for seed, runs in per_seed.items() if runs == 0)
+        if unranked and len(unranked) < len(per_seed):
+            notes.append(
+                f"seed(s) {', '.join(map(str, unranked))}: no {partition} run with two configs that "
+                f"ran ok, so the ranking metrics (kendall_tau, opa, top-k) average over the other "
+                f"{_plural(len(per_seed) - len(unranked), 'seed')}; validity counts every seed."
+            )
     if list(meta.get("arches") or []) == ["interpreter"]:
         notes.append(
             "latencies are CPU times of Triton's interpreter, not GPU times: what ranks well "

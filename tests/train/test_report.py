@@ -182,3 +182,39 @@ def test_compare_pairs_models_across_outputs(tmp_path, capsys):
     assert "seed 1" in capsys.readouterr().err
     assert compare_main([f"a={tmp_path / 'base'}:nope"]) == 2
     assert compare_main(["no-equals-sign"]) == 2
+    # The same held-out runs, learnt from other measurements (another harvest of the runs).
+    for name, key in (("harvest1", "a" * 32), ("harvest2", "b" * 32)):
+        results = [_result("m", s, 0.1 * s) for s in (0, 1, 2)]
+        write_report(tmp_path / name, results, plots=False, meta={"rows_key": key})
+    argv = [f"a={tmp_path / 'harvest1'}:m", f"b={tmp_path / 'harvest2'}:m"]
+    assert compare_main(argv) == 2
+    assert "learnt from other measurements" in capsys.readouterr().err
+
+
+def test_rows_key_follows_the_rows_not_their_order_or_columns():
+    from train.experiment import rows_key
+
+    rows = pl.DataFrame({"run_id": ["r1", "r1", "r2"], "config_id": ["c1", "c2", "c1"],
+                         "harvest_id": ["h", "h", "h"], "status": ["ok", "ok", "timeout"],
+                         "median_ms": [1.0, 2.0, None]})  # fmt: skip
+    assert rows_key(rows) == rows_key(rows.reverse().drop("median_ms"))
+    assert rows_key(rows) != rows_key(rows.with_columns(pl.lit("h2").alias("harvest_id")))
+
+
+def test_seeds_with_nothing_rankable_held_out_are_named_in_a_note():
+    """A seed whose test runs all failed has no tau: the ranking columns average over the
+    others, which the report used to leave unsaid ("over 1 seed" for --seeds 3)."""
+    from train.report_doc import report_notes
+
+    def record(seed: int, taus: dict) -> dict:
+        return {"split_kind": "family", "partition": "test", "seed": seed, "model": "mlp",
+                "run_taus": taus, "metrics": {}}  # fmt: skip
+
+    payload = {
+        "meta": {},
+        "summary": {"family": {"test": {}}},
+        "results": [record(0, {}), record(1, {"r1": 0.5, "r2": 0.1, "r3": 1.0}), record(2, {})],
+    }
+    notes = "\n".join(report_notes(payload))
+    assert "seed(s) 0, 2: no test run with two configs that ran ok" in notes
+    assert "average over the other 1 seed" in notes
