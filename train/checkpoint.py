@@ -118,7 +118,18 @@ def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint
             f"{src / META}: featurizer version {meta.get('featurizer_version')} differs from this "
             f"code's {FEATURIZER_VERSION}; retrain or use the matching kernel-corpus version"
         )
-    model = CostModel(ModelConfig.from_dict(meta["model"]))
+    try:
+        model = CostModel(ModelConfig.from_dict(meta["model"]))
+        graph_featurizer = GraphFeaturizer.from_dict(meta["graph_featurizer"])
+        tabular = TabularFeatures.from_dict(meta["tabular"])
+        level = str(meta["level"])
+    except (KeyError, TypeError, AttributeError) as exc:  # a hand-edited or truncated file
+        raise ValueError(
+            f"{src / META}: not a checkpoint this code wrote ({type(exc).__name__}: {exc}); "
+            "retrain or copy the checkpoint again"
+        ) from None
+    if level not in ("ttgir", "ttir"):
+        raise ValueError(f"{src / META}: level {level!r} is not an IR level a model is trained on")
     try:
         model.load_state_dict(load_file(str(src / WEIGHTS), device=device))
     except (SafetensorError, RuntimeError) as exc:  # truncated or foreign weights
@@ -130,9 +141,9 @@ def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint
     model.to(device).eval()
     return Checkpoint(
         model=model,
-        graph_featurizer=GraphFeaturizer.from_dict(meta["graph_featurizer"]),
-        tabular=TabularFeatures.from_dict(meta["tabular"]),
-        level=str(meta["level"]),
+        graph_featurizer=graph_featurizer,
+        tabular=tabular,
+        level=level,
         extra=dict(meta.get("extra", {})),
         seen=dict(meta.get("seen", {})),
         name=str(meta.get("name", "gnn")),

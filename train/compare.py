@@ -169,6 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         entries = [load_entry(e, args.split, args.partition) for e in args.entries]
+        known = set().union(*(values for e in entries for values in e.metrics.values()))
+        unknown = [m for m in args.metrics if m not in known]
+        if unknown:  # a typo would print a table of dashes
+            raise CompareError(
+                f"--metrics: {', '.join(unknown)} not in these results; they have {', '.join(sorted(known))}"
+            )
         print(compare_table(entries, args.metrics))
     except CompareError as exc:
         print_error(Console(stderr=True), str(exc))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -95,6 +96,25 @@ def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path):
     (tmp_path / META).write_text((directory / META).read_text())
     (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes()[:1000])
     with pytest.raises(ValueError, match=f"{WEIGHTS}: the weights do not load"):
+        load_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda meta: meta["model"].update(colour="red"), "not a checkpoint this code wrote (TypeError"),
+        (lambda meta: meta.pop("tabular"), "not a checkpoint this code wrote (KeyError"),
+        (lambda meta: meta.update(level="ttx"), "level 'ttx' is not an IR level"),
+    ],
+    ids=["unknown-model-key", "no-tabular", "bad-level"],
+)
+def test_a_damaged_checkpoint_json_is_a_value_error_naming_it(trained, tmp_path, damage, message):
+    _, _, _, directory = trained
+    meta = json.loads((directory / META).read_text())
+    damage(meta)
+    (tmp_path / META).write_text(json.dumps(meta))
+    (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
+    with pytest.raises(ValueError, match=re.escape(message)):
         load_checkpoint(tmp_path)
 
 

@@ -182,6 +182,8 @@ def test_compare_pairs_models_across_outputs(tmp_path, capsys):
     assert "seed 1" in capsys.readouterr().err
     assert compare_main([f"a={tmp_path / 'base'}:nope"]) == 2
     assert compare_main(["no-equals-sign"]) == 2
+    assert compare_main([f"a={tmp_path / 'base'}:m", "--metrics", "kendal_tau"]) == 2
+    assert "--metrics: kendal_tau not in these results" in capsys.readouterr().err
     # The same held-out runs, learnt from other measurements (another harvest of the runs).
     for name, key in (("harvest1", "a" * 32), ("harvest2", "b" * 32)):
         results = [_result("m", s, 0.1 * s) for s in (0, 1, 2)]
