@@ -285,6 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--checkpoint {args.checkpoint}: no checkpoint.json there")
     if args.data and (args.candidates or args.ir):
         parser.error("give --data, or --candidates/--ir, not both")
+    if args.data and args.arch:
+        parser.error("--arch is for --candidates/--ir: a dataset's runs name their own arch")
     if not args.data and not args.ir:
         parser.error("give --data DIR, or --ir DIR (with --candidates FILE)")
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):

@@ -176,6 +176,13 @@ def test_cli_refuses_a_missing_checkpoint(tmp_path):
         main(["--checkpoint", str(tmp_path), "--data", str(tmp_path)])
 
 
+def test_cli_refuses_an_arch_a_dataset_would_ignore(trained, tmp_path, capsys):
+    _, _, _, directory = trained
+    with pytest.raises(SystemExit):
+        main(["--checkpoint", str(directory), "--data", str(tmp_path), "--arch", "sm_90"])
+    assert "--arch is for --candidates/--ir" in capsys.readouterr().err
+
+
 def test_cli_ranks_a_candidates_file_against_ir_tables(trained, harvested, tmp_path):
     _, _, parts, directory = trained
     outcome = ["status", "median_ms", "p20_ms", "p80_ms", "valid", "log_latency", "norm_runtime"]
