@@ -24,17 +24,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from schemas.errors import DatasetError
-from schemas.keys import (
-    CONTENT_KEYED,
-    UNIQUE_KEYED,
-    conflicting_copies,
-    dedupe,
-    refuse_conflicts,
-    refuse_repeats,
-    repeated_keys,
-)
+from schemas.keys import CONTENT_KEYED, UNIQUE_KEYED, dedupe, refuse_repeats, repeated_keys
 from schemas.locking import maintenance_lock
-from schemas.reader import TableFiles, _read_files, file_keys, lift, table_files
+from schemas.reader import TableFiles, file_keys, keys_unique, lift, table_files
 from schemas.replacement import delete_replaced, replace_files
 from schemas.storage import (
     STALE_TEMPORARY_AGE_S,
@@ -163,13 +155,13 @@ def _compact_table(
 
 def _refuse_conflicting_copies(loc: Location, name: str, found: TableFiles) -> None:
     """Copies of a content key that differ in a fixed column (a forged or corrupt row):
-    merging would keep one at random and delete the evidence, so nothing is compacted."""
-    spec = TABLES[name]
-    if name not in CONTENT_KEYED or not spec.fixed:
-        return
-    rows = _read_files(loc, name, found, list(spec.identity), None)
+    merging would keep one at random and delete the evidence, so nothing is compacted. The
+    readers' check (:func:`schemas.reader.keys_unique`: the fixed columns are read only when
+    a key repeats)."""
+    if name not in CONTENT_KEYED or not TABLES[name].fixed:
+        return  # runs/measurements: repeats are refused partition by partition below
     try:
-        refuse_conflicts(name, conflicting_copies(rows, spec.key, spec.fixed), spec.fixed)
+        keys_unique(loc, name, found)
     except DatasetError as exc:
         raise DatasetError(f"not compacted: {exc}") from None
 

@@ -48,10 +48,12 @@ from typing import Any
 import numpy as np
 
 SKIP = "not benchmarked: ranked below the top {k} by model {model} (corpus.guide.prune_configs)"
+"""What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
 UNCOMPILED = (
     "not benchmarked: did not compile for {target} when corpus.guide.prune_configs ranked the "
     "configs ({error})"
 )
+"""... and of a config that did not compile when the provider ranked the configs."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,6 @@ class Ranking:
 
     chosen: tuple[str, ...]
     uncompiled: Mapping[str, str]
-"""What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
 
 
 class CannotRank(RuntimeError):
