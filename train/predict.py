@@ -57,7 +57,8 @@ OUTPUT_COLUMNS = ("run_id", "config_id", "rank", "predicted_ms", "score", "p_val
 
 
 class UnseenArchError(ValueError):
-    """Candidates are for an arch (device) the checkpoint was never trained on."""
+    """Candidates are for an arch (device), or their IR for a compile target, the checkpoint
+    was never trained on."""
 
 
 class UnseenArchWarning(UserWarning):
@@ -97,14 +98,37 @@ def resolve_arch(
         column = column.fill_null(seen[0])
     unseen = sorted(set(column.cast(pl.String).to_list()) - set(seen))
     if unseen:
-        message = (
+        _refuse_unseen(
             f"the model was trained on {', '.join(seen) or 'no recorded arch'} only; candidates "
-            f"are for {', '.join(unseen)}: its ranking there is a guess"
+            f"are for {', '.join(unseen)}",
+            allow_unseen_arch,
         )
-        if not allow_unseen_arch:
-            raise UnseenArchError(message + " (allow_unseen_arch / --allow-unseen-arch to go on)")
-        warnings.warn(message, UnseenArchWarning, stacklevel=3)
     return frame.with_columns(column.cast(pl.String).alias("arch"))
+
+
+def check_ir_target(ckpt: Checkpoint, frame: pl.DataFrame, *, allow_unseen_arch: bool) -> None:
+    """Refuse candidates whose IR was compiled for a target (``ir_target``, e.g. ``sm_80``)
+    other than every one the checkpoint read in training: the same kernel's IR differs per
+    target (layouts, MMA versions), so its ranking there is a guess. Raises
+    :class:`UnseenArchError`, or with ``allow_unseen_arch`` warns. Candidates without an
+    ``ir_target`` and checkpoints that recorded none are not checked."""
+    seen = list(ckpt.seen.get("ir_targets", []))
+    if not seen or "ir_target" not in frame.columns:
+        return
+    unseen = sorted(set(frame["ir_target"].drop_nulls().cast(pl.String).to_list()) - set(seen))
+    if unseen:
+        _refuse_unseen(
+            f"the model read IR compiled for {', '.join(seen)} only; the candidates' IR is "
+            f"compiled for {', '.join(unseen)}",
+            allow_unseen_arch,
+        )
+
+
+def _refuse_unseen(what: str, allow_unseen_arch: bool) -> None:
+    message = f"{what}: its ranking there is a guess"
+    if not allow_unseen_arch:
+        raise UnseenArchError(message + " (allow_unseen_arch / --allow-unseen-arch to go on)")
+    warnings.warn(message, UnseenArchWarning, stacklevel=4)  # the caller of rank_configs
 
 
 def rank_configs(
@@ -135,6 +159,7 @@ def rank_configs(
     ckpt = _checkpoint(checkpoint)
     frame = with_graph_counts(candidates, ir_graphs)
     frame = resolve_arch(ckpt, frame, arch, allow_unseen_arch=allow_unseen_arch)
+    check_ir_target(ckpt, frame, allow_unseen_arch=allow_unseen_arch)
     absent = missing_inputs(frame, ckpt.seen.get("input_columns", []))
     if absent:
         warnings.warn(

@@ -222,6 +222,7 @@ class ConfigRanker:
     def _rank(self, kernel: Any, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> Ranking:
         from corpus.guide.candidates import candidate_frames, run_columns
         from corpus.harvest.plan import PlannedConfig, PlannedRun
+        from corpus.harvest.rows import ir_target_name
         from corpus.harvest.sass_batch import instruction_stats_now
         from corpus.record.rows import (
             as_config,
@@ -236,10 +237,10 @@ class ConfigRanker:
         from train.predict import MissingInputsWarning
 
         interpreter, facts = _device()
-        refusal = arch_refusal(self.model, facts.arch)
+        target = self.target or ("sm_90" if interpreter else facts.arch)
+        refusal = arch_refusal(self.model, facts.arch, ir_target_name(target))
         if refusal is not None:  # before compiling anything
             raise CannotRank(refusal)
-        target = self.target or ("sm_90" if interpreter else facts.arch)
         compiler = self._compiler_for(interpreter, target)
         jit = kernel_function(kernel)
         source, entry, _ = kernel_source(jit)

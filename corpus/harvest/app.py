@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,13 @@ from corpus.harvest.checks import (
 )
 from corpus.harvest.claims import RunClaims, committed_harvests
 from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
-from corpus.harvest.estimate import HarvestEstimate, describe, estimate_harvest, launches_per_config
+from corpus.harvest.estimate import (
+    HarvestEstimate,
+    describe,
+    estimate_harvest,
+    launches_per_config,
+    valid_configs,
+)
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.pending import PendingFinish, files_of
 from corpus.harvest.plan import PlannedRun, PlanRequest, plan_runs, shard
@@ -39,6 +45,7 @@ from corpus.harvest.report import (
     print_summary,
 )
 from corpus.harvest.resume import ResumePlan, resume_plan
+from corpus.harvest.rows import ir_target_name
 from corpus.harvest.runner import (
     Execution,
     Harvester,
@@ -334,16 +341,18 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
     known = committed_harvests(config.out) if config.claims_runs else set()  # before resume reads
-    guide = load_guide(config, facts.arch, console)  # the model is loaded (and refused) before any work
+    guide = load_guide(config, facts.arch, console, ir_target=execution.target)  # the model is loaded (and refused) before any work
     budgeted = guide is not None
     resumed = resume_plan(config.out, planned, bench_settings(execution), budgeted=budgeted) if config.resume else ResumePlan(list(planned))
     todo = resumed.todo
     committed = {run.run_id for run in planned} - {run.run_id for run in todo}
-    here = estimate_here(todo, execution, interpreter)
+    benchmarked = None if guide is None else guide.budget.most_benchmarked
+    here = estimate_here(todo, execution, interpreter, benchmarked)
     notice = long_run_notice(here.configs, interpreter, here.total_s)
     if config.dry_run:
-        print_plan(console, planned, committed, facts, execution, notice)
-        print_estimates(console, config, specs, request, here)
+        budget = None if guide is None else guide.plan_text([valid_configs(run) for run in todo])
+        print_plan(console, planned, committed, facts, execution, notice, budget)
+        print_estimates(console, config, specs, request, here, benchmarked)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out, force=config.force_out)
     print_start(console, resumed, facts, execution, config.out, notice)
@@ -461,11 +470,13 @@ def load_guide(
     arch: str,
     console: Console,
     inputs: tuple[GuideModel, Budget] | None = None,
+    ir_target: str | None = None,
 ) -> RunGuide | None:
     """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
     them; errors as :func:`load_guide_inputs`, which ``inputs``, already loaded, saves). A model
-    that refuses the device's ``arch`` (it never saw it in training) guides nothing: one
-    warning, and the harvest benchmarks every config as without ``--budget``."""
+    that refuses the device's ``arch`` or the IR's compile target ``ir_target`` (``--target``
+    on the interpreter; it never saw them in training) guides nothing: one warning, and the
+    harvest benchmarks every config as without ``--budget``."""
     inputs = inputs or load_guide_inputs(config)
     if inputs is None:
         return None
@@ -473,7 +484,7 @@ def load_guide(
     from train.guide import arch_refusal
 
     model, budget = inputs
-    refusal = arch_refusal(model, arch)
+    refusal = arch_refusal(model, arch, None if ir_target is None else ir_target_name(ir_target))
     if refusal is not None:
         message = f": --rank-with {config.rank_with} cannot rank for this device ({refusal}); every config is benchmarked, as without --budget"
         console.print(Text.assemble(("warning", "yellow"), message), soft_wrap=True)
@@ -545,15 +556,21 @@ def default_workers(lanes: int = 1, cores: int | None = None) -> int:
     return max(2, min(16, cores - max(1, lanes)))
 
 
-def estimate_here(todo: list[PlannedRun], execution: Execution, interpreter: bool) -> HarvestEstimate:
+def estimate_here(
+    todo: list[PlannedRun],
+    execution: Execution,
+    interpreter: bool,
+    benchmarked: Callable[[int], int] | None = None,
+) -> HarvestEstimate:
     """How long ``todo`` takes on this machine as configured (:mod:`corpus.harvest.estimate`,
-    from the measured per-config costs of :mod:`corpus.harvest.calibration`)."""
+    from the measured per-config costs of :mod:`corpus.harvest.calibration`; ``benchmarked``:
+    a ``--budget``'s most configs benchmarked per run, see :func:`estimate_harvest`)."""
     from corpus.harvest.calibration import COSTS
 
     launches = launches_per_config(execution.warmup, execution.passes, execution.reps_per_pass)
     return estimate_harvest(
         todo, devices=execution.devices, workers=execution.workers, cores=machine_cores(),
-        launches=launches, interpreter=interpreter, costs=COSTS,
+        launches=launches, interpreter=interpreter, costs=COSTS, benchmarked=benchmarked,
     )  # fmt: skip
 
 
@@ -563,9 +580,11 @@ def print_estimates(
     specs: Mapping[str, Any],
     request: PlanRequest,
     here: HarvestEstimate,
+    benchmarked: Callable[[int], int] | None = None,
 ) -> None:
     """The dry run's duration estimates: ``here`` (:func:`estimate_here`), and the
-    ``--estimate-for`` box (planned as on a GPU: no dtype left out) when asked."""
+    ``--estimate-for`` box (planned as on a GPU: no dtype left out; ``benchmarked`` as
+    :func:`estimate_harvest`) when asked."""
     from corpus.harvest.calibration import COSTS
 
     def show(lines: list[str]) -> None:
@@ -582,6 +601,6 @@ def print_estimates(
     box = estimate_harvest(
         runs, devices=tuple(f"cuda:{i}" for i in range(gpus)), workers=config.workers or default_workers(gpus, cores),
         cores=cores, launches=launches_per_config(*timing_settings(config, interpreter=False)),
-        interpreter=False, costs=COSTS,
+        interpreter=False, costs=COSTS, benchmarked=benchmarked,
     )  # fmt: skip
     show(describe(box, f"on {cores} cores + {gpus} GPU(s), nothing committed"))

@@ -55,6 +55,7 @@ from corpus.harvest.checks import check_dtypes, check_plan, load_families
 from corpus.harvest.claims import RunClaims, committed_harvests
 from corpus.harvest.compile_worker import CompileOutcome, CompileTask
 from corpus.harvest.device import DeviceFacts
+from corpus.harvest.estimate import valid_configs
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.plan import PlannedRun, plan_runs
 from corpus.harvest.report import RunSummary, print_plan, print_summary
@@ -212,7 +213,7 @@ class Lane:
         specs = load_families(config.suite, config.families)
         # --rank-with: each lane ranks its own runs (the model directory must be on every node,
         # as the suite is); the driver printed the warning of a model refusing this arch
-        self.guide = load_guide(config, facts.arch, Console(file=io.StringIO()))
+        self.guide = load_guide(config, facts.arch, Console(file=io.StringIO()), ir_target=execution.target)
         self.harvester = Harvester(
             execution,
             specs,
@@ -442,7 +443,8 @@ def _harvest(
     planned = plan_runs(specs, request)
     check_plan(planned, why_empty=[], allow_empty=config.allow_empty)
     settings = bench_settings(first.execution)
-    guide = load_guide(config, first.facts.arch, console, guide_inputs)  # warns if it refuses the arch
+    # warns if it refuses the arch or the IR target
+    guide = load_guide(config, first.facts.arch, console, guide_inputs, ir_target=first.execution.target)
     resumed = (
         resume_plan(config.out, planned, settings, budgeted=guide is not None)
         if config.resume
@@ -450,7 +452,8 @@ def _harvest(
     )
     if config.dry_run:
         committed = {r.run_id for r in planned} - {r.run_id for r in resumed.todo}
-        print_plan(console, planned, committed, first.facts, first.execution)
+        budget = None if guide is None else guide.plan_text([valid_configs(run) for run in resumed.todo])
+        print_plan(console, planned, committed, first.facts, first.execution, budget=budget)
         return HarvestOutcome(planned, len(planned) - len(resumed.todo), None)
     console.print(
         f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from corpus.harvest.plan import PlannedRun
@@ -98,6 +98,7 @@ class HarvestEstimate:
 
     runs: int
     configs: int
+    """Configs benchmarked (at most, under a budget)."""
     compile_cpu_s: float
     workers: int
     cores: int
@@ -105,6 +106,8 @@ class HarvestEstimate:
     lanes: list[LaneEstimate] = field(default_factory=list)
     total_s: float = 0.0
     basis: str = ""
+    compiled: int | None = None
+    """Configs compiled, when a budget benchmarks fewer (None: every compiled config is)."""
 
 
 def valid_configs(run: PlannedRun) -> int:
@@ -127,12 +130,18 @@ def estimate_harvest(
     interpreter: bool,
     costs: Costs,
     gpu: GpuRates = GPU_RATES,
+    benchmarked: Callable[[int], int] | None = None,
 ) -> HarvestEstimate:
     """Estimate a harvest of ``runs`` on ``devices`` (benchmark lanes) with ``workers`` compile
-    processes on a machine of ``cores`` cores; ``launches`` per measured config."""
+    processes on a machine of ``cores`` cores; ``launches`` per measured config.
+    ``benchmarked``: a run's compiled configs -> the most it benchmarks (a ``--budget``;
+    :meth:`train.guide.Budget.most_benchmarked`); None: all of them."""
+    measured = [(benchmarked or _all)(valid_configs(run)) for run in runs]
     compile_cpu = sum(valid_configs(run) * costs.compile_s(run.family) for run in runs)
-    lane_of_run = [_lane_seconds(run, launches, interpreter, costs, gpu) for run in runs]
-    lanes = _schedule(devices, runs, lane_of_run)
+    lane_of_run = [
+        _lane_seconds(run, count, launches, interpreter, costs, gpu) for run, count in zip(runs, measured)
+    ]
+    lanes = _schedule(devices, lane_of_run, measured)
     compile_s = compile_cpu / max(1, workers)
     slowest_lane = max((lane.seconds for lane in lanes), default=0.0)
     cpu_work = compile_cpu + (sum(lane_of_run) if interpreter else 0.0)  # interpreter lanes are CPU work too
@@ -143,9 +152,10 @@ def estimate_harvest(
         else f"GPU lanes assumed: {gpu.config_s * 1e3:g} ms/config, {gpu.launch_s * 1e6:g} us/launch, "
         f"{gpu.bytes_per_s / 1e12:g} TB/s"
     )
+    compiled = sum(valid_configs(run) for run in runs)
     return HarvestEstimate(
         runs=len(runs),
-        configs=sum(valid_configs(run) for run in runs),
+        configs=sum(measured),
         compile_cpu_s=compile_cpu,
         workers=workers,
         cores=cores,
@@ -153,26 +163,32 @@ def estimate_harvest(
         lanes=lanes,
         total_s=total,
         basis=basis,
+        compiled=compiled if benchmarked is not None else None,
     )
 
 
-def _lane_seconds(run: PlannedRun, launches: int, interpreter: bool, costs: Costs, gpu: GpuRates) -> float:
-    count = valid_configs(run)
+def _all(configs: int) -> int:
+    return configs
+
+
+def _lane_seconds(
+    run: PlannedRun, count: int, launches: int, interpreter: bool, costs: Costs, gpu: GpuRates
+) -> float:
     if interpreter:
         return count * costs.interpreter_s(run, launches)
     return count * (gpu.config_s + launches * (gpu.launch_s + run.launch_work / gpu.bytes_per_s))
 
 
-def _schedule(devices: Sequence[str], runs: Sequence[PlannedRun], seconds: Sequence[float]) -> list[LaneEstimate]:
-    """Lane totals when runs are handed out in plan order to the lane free first (what
-    :class:`corpus.harvest.scheduler.Scheduler` does)."""
+def _schedule(devices: Sequence[str], seconds: Sequence[float], configs: Sequence[int]) -> list[LaneEstimate]:
+    """Lane totals when runs (each ``seconds`` and benchmarked ``configs``) are handed out in
+    plan order to the lane free first (what :class:`corpus.harvest.scheduler.Scheduler` does)."""
     free = [(0.0, index) for index in range(len(devices))]
     totals = [[0.0, 0, 0] for _ in devices]
-    for run, cost in zip(runs, seconds):
+    for cost, count in zip(seconds, configs):
         at, index = heapq.heappop(free)
         totals[index][0] += cost
         totals[index][1] += 1
-        totals[index][2] += valid_configs(run)
+        totals[index][2] += count
         heapq.heappush(free, (at + cost, index))
     return [LaneEstimate(device, int(runs_), int(configs), total) for device, (total, runs_, configs) in zip(devices, totals)]
 
@@ -194,7 +210,11 @@ def describe(estimate: HarvestEstimate, where: str) -> list[str]:
         return [f"estimated duration {where}: nothing to do"]
     lines = [
         f"estimated duration {where}: {duration_text(estimate.total_s)} for {estimate.runs} run(s), "
-        f"{estimate.configs} measured config(s)",
+        + (
+            f"{estimate.configs} measured config(s)"
+            if estimate.compiled is None
+            else f"at most {estimate.configs} of {estimate.compiled} compiled config(s) benchmarked"
+        ),
         f"  compile: {duration_text(estimate.compile_cpu_s)} of CPU on {estimate.workers} worker(s) -> "
         f"{duration_text(estimate.compile_s)}",
     ]

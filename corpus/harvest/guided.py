@@ -207,6 +207,20 @@ class RunGuide:
         }
         return GuidedRun(ranked, first, reasons)
 
+    def plan_text(self, compiled: Sequence[int]) -> str:
+        """What the budget will benchmark of runs with ``compiled`` configs each (to measure,
+        before compiling: the dry run's line)."""
+        total = sum(compiled)
+        most = sum(self.budget.most_benchmarked(n) for n in compiled)
+        if self.budget.auto:
+            how = (
+                f"model {self.model.name}'s pick and the default, then one config at a time while "
+                f"one is expected to gain {self.ei.threshold:.0%}: up to all {total:,} configs"
+            )
+        else:
+            how = f"the default and model {self.model.name}'s top {self.budget.text} of each run: at most {most:,} of {total:,} configs"
+        return f"--budget {self.budget.text} benchmarks {how}; every config is compiled, the rest written as skipped rows"
+
     def count_benchmarked(self, configs: int) -> None:
         """Add ``configs`` benchmarked configs of one run to the summary's count."""
         with self.lock:
@@ -221,7 +235,13 @@ class RunGuide:
         """Benchmarks spent vs an exhaustive harvest, and what was found (``best_of``: the
         summary's line of each run)."""
         stats = self.stats
-        share = stats.benchmarked / stats.compiled if stats.compiled else 0.0
+        if not stats.compiled:
+            console.print(
+                f"guided by model {self.model.name} (--budget {self.budget.text}): no config "
+                f"compiled in {stats.runs} run(s), nothing to rank"
+            )
+            return
+        share = stats.benchmarked / stats.compiled
         console.print(
             f"guided by model {self.model.name} (--budget {self.budget.text}): benchmarked "
             f"{stats.benchmarked} of {stats.compiled} compiled config(s) ({share:.0%}) in "

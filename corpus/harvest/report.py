@@ -94,10 +94,12 @@ def print_plan(
     facts: DeviceFacts,
     execution: Execution,
     notice: str | None = None,
+    budget: str | None = None,
 ) -> None:
     """The dry run: every planned run, its config counts and whether it is committed already;
-    one line per run on a wide console, runs under their family on a narrow one; ``notice``
-    (from :func:`long_run_notice`) at the end."""
+    one line per run on a wide console, runs under their family on a narrow one; ``budget``
+    (what ``--budget`` benchmarks, :meth:`corpus.harvest.guided.RunGuide.plan_text`) and
+    ``notice`` (from :func:`long_run_notice`) at the end."""
     rows = []
     for run in sorted(runs, key=lambda r: r.family):  # stable: plan order within a family
         skipped = sum(1 for p in run.configs if p.skip_reason is not None)
@@ -125,6 +127,7 @@ def print_plan(
                 ("skipped", "configs the family rules out for this shape and dtype, recorded as skipped rows"),
                 ("planned", counts(runs)),
                 ("to do", counts([r for r in runs if r.run_id not in committed])),
+                *([("budget", budget)] if budget else []),
             ]
         ),
     )

@@ -18,6 +18,7 @@ from train.data import load_dataset, read_ir_tables
 from train.experiment import ExperimentConfig, run_gnn
 from train.features import TabularFeatures
 from train.fit import TrainConfig, predict_samples
+from train.guide import arch_refusal
 from train.predict import (
     OUTPUT_COLUMNS,
     MissingInputsWarning,
@@ -238,6 +239,24 @@ def test_unseen_arch_is_refused_or_warned(trained, harvested):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnseenArchWarning)
         rank_configs(directory, test.drop("arch"), nodes, edges, arch="interpreter")
+
+
+def test_ir_compiled_for_another_target_is_refused_or_warned(trained, harvested):
+    checkpoint, _, parts, directory = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    test = parts["test"].drop("status", "median_ms", "valid")
+    assert checkpoint.seen["ir_targets"] == ["sm_90"] and set(test["ir_target"]) == {"sm_90"}
+    ampere = test.with_columns(pl.lit("sm_80").alias("ir_target"))
+    with pytest.raises(UnseenArchError, match="read IR compiled for sm_90 only; the candidates' IR is compiled for sm_80"):
+        rank_configs(directory, ampere, nodes, edges)
+    with pytest.warns(UnseenArchWarning, match="sm_80"):
+        assert rank_configs(directory, ampere, nodes, edges, allow_unseen_arch=True).height == test.height
+    assert arch_refusal(checkpoint, "interpreter", "sm_80") == "the model read IR compiled for sm_90 only, not for sm_80"
+    assert arch_refusal(checkpoint, "interpreter", "sm_90") is None
+    assert arch_refusal(checkpoint, "interpreter") is None
+    with warnings.catch_warnings():  # unknown target: not checked
+        warnings.simplefilter("error", UnseenArchWarning)
+        rank_configs(directory, test.drop("ir_target"), nodes, edges)
 
 
 def test_missing_inputs_are_named_in_a_warning(trained, harvested):

@@ -31,6 +31,13 @@ class Budget:
             return max(1, math.ceil(self.percent / 100 * n_configs))
         return None
 
+    def most_benchmarked(self, n_configs: int) -> int:
+        """The most configs a run of ``n_configs`` compiled candidates benchmarks: the default
+        plus :meth:`extra_configs`, at most all of them (all for ``auto``, which decides as
+        it goes)."""
+        extra = self.extra_configs(n_configs)
+        return n_configs if extra is None else min(n_configs, 1 + extra)
+
 
 def parse_budget(text: str) -> Budget:
     """``"4"`` -> 4 configs beyond the default, ``"25%"`` -> a quarter of each run's configs,

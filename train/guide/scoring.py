@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from train.checkpoint import META, WEIGHTS, Checkpoint, load_checkpoint
-from train.predict import UnseenArchError, rank_configs, resolve_arch
+from train.predict import UnseenArchError, check_ir_target, rank_configs, resolve_arch
 
 _ROW = "__guide_row"
 """Input position of each candidate, carried through the ranking to restore the order."""
@@ -78,9 +78,10 @@ def load_model(directory: str | Path) -> GuideModel:
     return GuideModel(load_checkpoint(path), model_name(path))
 
 
-def arch_refusal(model: GuideModel | Checkpoint, arch: str) -> str | None:
-    """Why ``model`` refuses to rank configs for ``arch`` (what
-    :func:`train.predict.resolve_arch` refuses, in a line a tuner's warning can quote), or None
+def arch_refusal(model: GuideModel | Checkpoint, arch: str, ir_target: str | None = None) -> str | None:
+    """Why ``model`` refuses to rank configs for the device ``arch`` whose IR is compiled for
+    ``ir_target`` (``runs.ir_target`` spelling, e.g. ``sm_90``; None: not checked) -- what
+    :func:`train.predict.rank_configs` refuses, in a line a tuner's warning can quote -- or None
     when it ranks them: lets a tuner fall back once, before compiling anything to rank."""
     checkpoint = model.checkpoint if isinstance(model, GuideModel) else model
     try:
@@ -88,6 +89,12 @@ def arch_refusal(model: GuideModel | Checkpoint, arch: str) -> str | None:
     except UnseenArchError:
         seen = ", ".join(checkpoint.seen.get("arches", [])) or "no recorded arch"
         return f"the model was trained on {seen} only, not on {arch}"
+    if ir_target is not None:
+        try:
+            check_ir_target(checkpoint, pl.DataFrame({"ir_target": [ir_target]}), allow_unseen_arch=False)
+        except UnseenArchError:
+            seen = ", ".join(checkpoint.seen.get("ir_targets", []))
+            return f"the model read IR compiled for {seen} only, not for {ir_target}"
     return None
 
 

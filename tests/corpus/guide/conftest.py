@@ -34,12 +34,24 @@ def guide_model(demo_dataset: Path, tmp_path_factory: pytest.TempPathFactory) ->
 def foreign_model(guide_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``guide_model`` as if trained on an sm_90 GPU only (its ``seen`` arches): a model that
     refuses to rank for this machine's device, the interpreter."""
+    return _with_seen(guide_model, tmp_path_factory.mktemp("foreign-model"), arches=["sm_90"])
+
+
+@pytest.fixture(scope="session")
+def sm20_model(guide_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``guide_model`` as if it had read IR compiled for sm_20 (its ``seen`` IR targets), a
+    target nothing compiles for: a model that accepts the target and then has nothing to rank."""
+    return _with_seen(guide_model, tmp_path_factory.mktemp("sm20-model"), ir_targets=["sm_20"])
+
+
+def _with_seen(model: Path, root: Path, **seen: list[str]) -> Path:
+    """A copy of checkpoint ``model`` under ``root`` whose ``checkpoint.json`` records ``seen``."""
     import json
     import shutil
 
-    model = tmp_path_factory.mktemp("foreign-model") / "checkpoint"
-    shutil.copytree(guide_model, model)
-    meta = json.loads((model / "checkpoint.json").read_text())
-    meta["seen"]["arches"] = ["sm_90"]
-    (model / "checkpoint.json").write_text(json.dumps(meta))
-    return model
+    copy = root / "checkpoint"
+    shutil.copytree(model, copy)
+    meta = json.loads((copy / "checkpoint.json").read_text())
+    meta["seen"].update(seen)
+    (copy / "checkpoint.json").write_text(json.dumps(meta))
+    return copy

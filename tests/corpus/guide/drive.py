@@ -76,9 +76,9 @@ def guided(model: str) -> dict[str, Any]:
 
 
 def untuned(model: str, target: str | None = None) -> dict[str, Any]:
-    """A model that cannot rank (``target``: one nothing compiles for; None: the device's,
-    which a model that never saw this arch refuses): every config benchmarked, one warning over
-    two keys, and the compiles spent ranking."""
+    """A model that cannot rank (``target``: one nothing compiles for, or one the model never
+    read IR of; None: the device's, which a model that never saw this arch refuses): every
+    config benchmarked, one warning over two keys, and the compiles spent ranking."""
     import triton
 
     from corpus.guide import prune_configs
@@ -146,12 +146,13 @@ def heuristic(model: str, out: Path) -> dict[str, Any]:
     }
 
 
-def main(out: Path, model: str, foreign_model: str) -> None:
+def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report = {
         "guided": guided(model),
-        "fallback": untuned(model, target="sm_20"),
+        "fallback": untuned(sm20_model, target="sm_20"),
         "unseen_arch": untuned(foreign_model),
+        "unseen_target": untuned(model, target="sm_80"),
         "recorded": recorded(model, out / "recorded"),
         "heuristic": heuristic(model, out / "heuristic"),
     }
@@ -159,4 +160,4 @@ def main(out: Path, model: str, foreign_model: str) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3])
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4])

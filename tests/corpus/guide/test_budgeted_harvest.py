@@ -2,7 +2,8 @@
 in-process with real compile and benchmark workers on the interpreter: K + 1 measured rows per
 run and the rest skipped naming the model; the model reads every input it was trained with; the
 same budget again does nothing; a rerun without budget measures the rest, and no config is
-measured twice; a model that never saw the device's arch guides nothing, with one warning."""
+measured twice; a model that never saw the device's arch or the IR's target guides nothing,
+with one warning; a dry run says what the budget benchmarks."""
 
 from __future__ import annotations
 
@@ -74,10 +75,12 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
 
 
 def test_a_budgeted_harvest_on_ray_plans_as_one_machine_does(guide_model: Path, ray_cluster, tmp_path: Path) -> None:
-    """Each lane ranks its runs with the model: K + 1 measured rows per run, the rest skipped
-    naming the model; the driver's summary counts what the lanes benchmarked; a rerun without
+    """The dry run plans the budget; each lane ranks its runs with the model: K + 1 measured rows
+    per run, the rest skipped naming the model; the driver's summary counts what the lanes benchmarked; a rerun without
     budget (on Ray too) measures the rest, none twice."""
     out = tmp_path / "ray"
+    planned = harvest(out, rank_with=str(guide_model), budget="1", ray="auto", device="cpu", dry_run=True)
+    assert "at most 6 of 12 configs" in " ".join(planned.split()) and not out.exists()
     printed = harvest(out, rank_with=str(guide_model), budget="1", ray="auto", device="cpu")
     first = rows(out)
     assert first["run_id"].n_unique() == 3
@@ -119,6 +122,22 @@ def test_a_model_that_never_saw_the_device_guides_nothing_with_one_warning(
     assert set(rows(out)["status"]) == {"ok"}  # every config benchmarked, as without --budget
 
 
+def test_a_dry_run_plans_what_the_budget_benchmarks(guide_model: Path, tmp_path: Path) -> None:
+    printed = harvest(tmp_path / "plan", rank_with=str(guide_model), budget="1", dry_run=True).replace("\n", " ")
+    printed = " ".join(printed.split())
+    assert "--budget 1 benchmarks the default and model checkpoint@" in printed
+    assert "at most 6 of 12 configs" in printed  # 3 runs of 4 configs: the default + 1 each
+    assert "at most 6 of 12 compiled config(s) benchmarked" in printed
+    assert not (tmp_path / "plan").exists()
+
+
+def test_a_model_that_never_read_the_ir_target_guides_nothing(guide_model: Path, tmp_path: Path) -> None:
+    printed = harvest(tmp_path / "sm80", rank_with=str(guide_model), budget="1", dry_run=True, target="sm_80")
+    printed = " ".join(printed.split())
+    assert printed.count("cannot rank") == 1 and "read IR compiled for sm_90 only, not for sm_80" in printed
+    assert "benchmarks the default" not in printed and "12 measured config(s)" in printed
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -136,3 +155,15 @@ def test_bad_guidance_is_refused_before_any_work(argv, message, guide_model, tmp
     printed = capsys.readouterr().out
     assert message in printed.replace("\n", " ")
     assert not (tmp_path / "d").exists()
+
+
+def test_a_summary_with_nothing_compiled_says_so(guide_model: Path) -> None:
+    from corpus.harvest.guided import RunGuide
+    from train.guide import load_model, parse_budget
+
+    guide = RunGuide(load_model(guide_model), parse_budget("2"))
+    guide.stats.runs = 3  # every config of three runs failed to compile
+    console = Console(file=io.StringIO(), width=200)
+    guide.print_summary(console, [])
+    assert "no config compiled in 3 run(s), nothing to rank" in console.file.getvalue()
+    assert "0 of 0" not in console.file.getvalue()

@@ -1,9 +1,9 @@
 """The Triton plug-in (corpus.guide.prune_configs) on Triton's interpreter, in a process of its
 own (tests/corpus/guide/drive.py): Triton benchmarks exactly top_k configs of a real autotuned
 kernel and keeps a valid one; a key seen before costs no compile; a model that cannot rank
-(nothing compiles for the target, or it never saw the device's arch) falls back to every config
-with one warning; inside
-corpus.record the pruned configs are skipped rows naming the model."""
+(nothing compiles for the target, it never saw the device's arch or read the target's IR)
+falls back to every config with one warning; inside corpus.record the pruned configs are
+skipped rows naming the model."""
 
 from __future__ import annotations
 
@@ -23,13 +23,15 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def report(guide_model: Path, foreign_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def report(
+    guide_model: Path, foreign_model: Path, sm20_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict:
     out = tmp_path_factory.mktemp("guide-drive")
     env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "TRITON_INTERPRET": "1",
            "PYTHONPATH": str(REPO)}  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-W", "ignore", "-m", "tests.corpus.guide.drive", str(out), str(guide_model),
-         str(foreign_model)],
+         str(foreign_model), str(sm20_model)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
@@ -61,7 +63,7 @@ def test_a_model_that_cannot_rank_falls_back_to_every_config_with_one_warning(re
     fallback = report["fallback"]
     assert fallback["benchmarked"] == 6 and fallback["correct"]
     assert len(fallback["warnings"]) == 1  # two keys, one warning
-    assert "cannot rank" in fallback["warnings"][0] and "sm_20" in fallback["warnings"][0]
+    assert "cannot rank" in fallback["warnings"][0] and "no config compiles for sm_20" in fallback["warnings"][0]
 
 
 def test_a_model_that_never_saw_the_device_falls_back_before_compiling(report: dict) -> None:
@@ -70,6 +72,13 @@ def test_a_model_that_never_saw_the_device_falls_back_before_compiling(report: d
     assert unseen["compiles"] == 0  # refused before compiling a config to rank
     assert len(unseen["warnings"]) == 1  # two keys, one warning
     assert "trained on sm_90 only, not on interpreter" in unseen["warnings"][0]
+
+
+def test_a_model_that_never_read_the_targets_ir_falls_back_before_compiling(report: dict) -> None:
+    unseen = report["unseen_target"]
+    assert unseen["benchmarked"] == 6 and unseen["correct"] and unseen["compiles"] == 0
+    assert len(unseen["warnings"]) == 1
+    assert "read IR compiled for sm_90 only, not for sm_80" in unseen["warnings"][0]
 
 
 def test_recorded_workloads_say_why_each_config_was_not_benchmarked(report: dict, guide_model: Path) -> None:

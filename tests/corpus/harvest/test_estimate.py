@@ -95,3 +95,18 @@ def test_a_malformed_box_is_refused_at_parse_time(capsys) -> None:
         parse(["--estimate-for", "16x1"])
     assert exit_info.value.code == 2 and "add --dry-run" in capsys.readouterr().err
     assert parse(["--dry-run", "--estimate-for", "16X2"]).estimate_for == (16, 2)
+
+
+def test_a_budget_compiles_every_config_and_benchmarks_its_share() -> None:
+    from train.guide import parse_budget
+
+    runs = plan(4)
+    full = estimate(runs)
+    budgeted = estimate(runs, benchmarked=parse_budget("1").most_benchmarked)
+    assert budgeted.compile_cpu_s == pytest.approx(full.compile_cpu_s)  # every config compiles
+    assert budgeted.configs == 2 * len(runs) and budgeted.compiled == full.configs == 4 * len(runs)
+    assert budgeted.lanes[0].configs == budgeted.configs
+    assert budgeted.lanes[0].seconds == pytest.approx(full.lanes[0].seconds / 2)
+    assert f"at most {2 * len(runs)} of {4 * len(runs)} compiled config(s) benchmarked" in describe(budgeted, "here")[0]
+    assert parse_budget("auto").most_benchmarked(4) == 4 and parse_budget("50%").most_benchmarked(4) == 3
+    assert parse_budget("9").most_benchmarked(4) == 4
