@@ -38,7 +38,8 @@ _HARVEST = _f(
     "harvest_id",
     pa.string(),
     "Id of the harvest invocation that wrote the row (random per invocation), so repeats of "
-    "the same run stay distinguishable.",
+    "the same run stay distinguishable; for a run imported from a tool's log, a hash of what "
+    "the log says of that tuning, so importing the log again finds it committed.",
     nullable=False,
 )
 _ARCH = _f(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -293,10 +294,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "on every run"
                 )
             elif kind == "epoch":
-                tau = info.get("val_kendall_tau", float("nan"))
+                tau = info.get("val_kendall_tau")
+                # the final model trains on every run: no validation runs, no tau to show
+                judged = "" if tau is None or math.isnan(tau) else f" val tau {tau:.3f}"
                 description = (
                     f"{info['kind']} seed {info['seed']} {info['model']} epoch "
-                    f"{int(info['epoch'])} loss {info['loss']:.3f} val tau {tau:.3f}"
+                    f"{int(info['epoch'])} loss {info['loss']:.3f}{judged}"
                 )
                 progress.update(task, advance=1, description=description)
             elif kind == "model" and info["model"] in neural:

@@ -19,6 +19,7 @@ children then die with it (see :func:`die_with_parent`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import multiprocessing as mp
@@ -29,7 +30,7 @@ import tempfile
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -82,6 +83,26 @@ def start_fork_server() -> None:
 
         worker_context()
         forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def main_module_hidden() -> Iterator[None]:
+    """While the block starts a worker, the parent's ``__main__`` names no file or module, so
+    multiprocessing does not import it again in the child. A user's script that calls into
+    kernel-corpus (the Triton plug-in) may have no ``if __name__ == "__main__"`` guard: the
+    child would run its workload again, set ``TRITON_INTERPRET`` as the script does, and load
+    kernels under the interpreter. Workers import nothing from ``__main__``."""
+    main = sys.modules["__main__"]
+    with _context_lock:
+        saved = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
+        main.__dict__.pop("__file__", None)
+        main.__spec__ = None
+        try:
+            yield
+        finally:
+            main.__dict__.update(saved)
+            if "__spec__" not in saved:
+                del main.__spec__
 
 
 def die_with_parent(owner_pid: int) -> None:
@@ -158,7 +179,9 @@ class WorkerProcess:
     ``factory`` is ``"module:callable"``, imported in the child after ``environment`` is
     applied; ``callable(init)`` returns the handler. ``start_timeout_s`` bounds start-up
     (imports of torch and Triton take seconds). ``niceness`` is added to the child's
-    scheduling niceness (compile workers run below the benchmark workers).
+    scheduling niceness (compile workers run below the benchmark workers). ``import_main``
+    False: the child does not import the parent's ``__main__`` (:func:`main_module_hidden`;
+    for workers started from a user's script).
     """
 
     def __init__(
@@ -170,8 +193,10 @@ class WorkerProcess:
         *,
         start_timeout_s: float = 180.0,
         niceness: int = 0,
+        import_main: bool = True,
     ) -> None:
         self.name = name
+        self.import_main = import_main
         self.factory = factory
         self.init = init
         self.environment = dict(environment)
@@ -190,7 +215,8 @@ class WorkerProcess:
             name=self.name,
             daemon=True,
         )
-        process.start()
+        with contextlib.nullcontext() if self.import_main else main_module_hidden():
+            process.start()
         child.close()
         self._process, self._connection = process, parent
         if not parent.poll(self.start_timeout_s):

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import codecs
-import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpus.destination import probe_out
+from corpus.harvest.claims import committed_harvests
 from corpus.harvest.rows import now
 from corpus.ingest.helion import helion_runs
 from corpus.ingest.problems import IngestError, Problems
-from corpus.ingest.rows import ImportedRun, imported_rows
+from corpus.ingest.rows import ImportedRun, import_harvest_id, imported_rows, imported_run_id
 from corpus.ingest.tritonparse import autotune_runs, graphs_of, read_trace
 from corpus.run_writer import RunWriter
 
@@ -44,6 +45,8 @@ class IngestSummary:
     the cache after the same key was tuned (no measurements: not written, the first one
     stands), or the same thing tuned again (written under a harvest_id of its own, so both
     tunings' measurements are kept)."""
+    already_imported: int = 0
+    """Runs an earlier import of this log committed (the same tuning, by content): not written."""
     problems: Problems = field(default_factory=Problems)
 
     def lines(self, out: str) -> list[str]:
@@ -55,6 +58,11 @@ class IngestSummary:
             text.append(
                 f"{self.repeats} run(s) repeat an earlier run of this log (cache hits of a tuned key are "
                 "not written; tunings done again are, each under its own harvest_id)"
+            )
+        if self.already_imported:
+            text.append(
+                f"{self.already_imported} run(s) already imported into {out} by an earlier import "
+                "(the same tunings): not written again"
             )
         if self.problems.total:
             text.append(f"skipped {self.problems.total} record(s):")
@@ -116,24 +124,30 @@ def ingest(config: IngestConfig) -> IngestSummary:
         trace = read_trace(config.log, summary.problems)
         runs, used = autotune_runs(trace, config.log, summary.problems)
         _write_unused_compilations(trace, used, sink)
-    _write_runs(runs, sink, summary)
+    _write_runs(runs, sink, summary, config.out)
     summary.ir_graphs = sink.new_graphs
     summary.kernels = len(sink.known_kernels) - kernels_before
     return summary
 
 
-def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary) -> None:
-    harvest_id = uuid.uuid4().hex[:16]  # this import, as a harvest invocation would be
-    written: set[str] = set()
+def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary, out: str) -> None:
+    """Each tuning under its own content-derived harvest_id (:func:`import_harvest_id`); those
+    ``out`` holds committed already (an earlier import of this log) are counted, not written."""
+    committed = committed_harvests(out)
+    occurrences: Counter[str] = Counter()
     for run in runs:
-        rows = imported_rows(run, harvest_id, now())
-        if rows.run["run_id"] in written:
+        key = imported_run_id(run)
+        occurrence = occurrences[key]
+        occurrences[key] += 1
+        if occurrence:
             summary.repeats += 1
-            if not rows.measurements:  # a cache hit of a key the log tuned before
+            if not run.configs:  # a cache hit of a key the log tuned before: the first stands
                 continue
-            # the same thing tuned again: its own measurements, under a harvest_id of its own
-            rows = imported_rows(run, uuid.uuid4().hex[:16], now())
-        written.add(rows.run["run_id"])
+        harvest_id = import_harvest_id(run, occurrence)
+        if (key, harvest_id) in committed:
+            summary.already_imported += 1
+            continue
+        rows = imported_rows(run, harvest_id, now())
         sink.write(rows)
         summary.runs += 1
         summary.measurements += len(rows.measurements)

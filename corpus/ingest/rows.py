@@ -9,6 +9,7 @@ fill the tables and the keys are derived as everywhere else.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +25,7 @@ from corpus.harvest.rows import measurement_row, run_row
 from corpus.run_writer import RunRows
 from corpus.suite.spec import Config
 from schemas.enums import Status, Timer
-from schemas.identity import kernel_id, run_id
+from schemas.identity import content_hash, kernel_id, run_id
 
 TIMING_QUANTILES = ("median_ms", "p20_ms", "p80_ms")
 
@@ -74,6 +75,25 @@ class ImportedRun:
     graphs: Mapping[str, Mapping[str, pa.Table]] = field(default_factory=dict)
 
 
+def imported_run_id(run: ImportedRun) -> str:
+    """``run_id`` of ``run``: kernel, signature, device and toolchain, as a harvest keys it."""
+    return run_id(kernel_id(run.kernel_source, run.entry_name), run.signature, run.device_model, run.toolchain)
+
+
+def import_harvest_id(run: ImportedRun, occurrence: int) -> str:
+    """The ``harvest_id`` of one imported tuning: a hash of what the log says of it (its run,
+    that it is the ``occurrence``-th tuning of that run in the log, counting from 0, the
+    tool's ids, and every config's outcome and timing). Importing the same log again, or the
+    log after the tool appended to it, gives the tunings imported before the same id, so the
+    import finds them committed instead of writing them twice."""
+    outcomes = [
+        [c.config.id, c.status, c.error, sorted(c.timing_ms.items()), c.source_ref, c.launch]
+        for c in run.configs
+    ]
+    described = [run.source, run.source_ref, run.cache_hit, None if run.best is None else run.best.id, outcomes]
+    return content_hash("import", imported_run_id(run), str(occurrence), json.dumps(described, default=str))
+
+
 def imported_rows(run: ImportedRun, harvest_id: str, started_at: datetime) -> RunRows:
     """The rows of ``run`` (``runs.timer`` is ``external``: the tool measured)."""
     kernel_key = kernel_id(run.kernel_source, run.entry_name)
@@ -83,7 +103,7 @@ def imported_rows(run: ImportedRun, harvest_id: str, started_at: datetime) -> Ru
         dims=dict(run.dims),
         dtype=run.dtype,  # type: ignore[arg-type]
         seed=None,  # type: ignore[arg-type]
-        run_id=run_id(kernel_key, run.signature, run.device_model, run.toolchain),
+        run_id=imported_run_id(run),
         kernel_id=kernel_key,
         signature=run.signature,
         configs=tuple(PlannedConfig(c.config) for c in run.configs),

@@ -76,7 +76,7 @@ def record_workload(command: RecordCommand, out: TextIO | None = None) -> int:
     out = out or sys.stderr
     probe_out(command.options.out, force=command.force_out)  # a bad --out must not cost the workload
     choose_device(command.device)
-    recorder = Recorder(command.options)
+    recorder = Recorder(command.options, warn_at_exit=False)  # the summary below says it all
     try:
         with recorder:
             status = run_workload(command.workload)

@@ -3,15 +3,22 @@
 A recording on the interpreter runs in a process where ``@triton.jit`` functions -- Triton's
 own standard library (``tl.sum``, ``tl.cdiv``, ...) included -- were made interpretable when
 they were defined; such a process cannot compile them for a GPU target. The worker imports
-the kernel's module afresh with ``TRITON_INTERPRET=0`` (by file path, see
-:func:`extract.kernel_loading.import_kernel_module`) and compiles there. The module's
-top-level code runs in the worker, as it would under any ``spawn`` multiprocessing.
+the kernel's module afresh with the interpreter off (by file path, see
+:func:`extract.kernel_loading.import_kernel_module`; pinned off, so a module that sets
+``TRITON_INTERPRET`` itself does not turn it back on) and compiles there. The module's
+top-level code runs in the worker, as it would under any ``spawn`` multiprocessing: a kernel
+defined in the script being run is compiled only when that script guards its workload with
+``if __name__ == "__main__":`` (:func:`runs_again_on_import`), else the worker would run it.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from corpus.harvest.compile_worker import CompileOutcome
@@ -47,8 +54,24 @@ def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return {name: shadow(v) for name, v in args.items()}
 
 
+_MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]""")
+
+
+def runs_again_on_import(path: str) -> bool:
+    """Whether importing the file ``path`` would run this process's workload again: it is the
+    script running as ``__main__`` (a user's script, or ``corpus.record``'s workload) and has
+    no ``if __name__ == "__main__":`` guard."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not main_file or not os.path.exists(path) or not os.path.samefile(main_file, path):
+        return False
+    return _MAIN_GUARD.search(Path(path).read_text(errors="replace")) is None
+
+
 class RecordCompileHandler:
     def __init__(self, init: RecordCompileInit) -> None:
+        from triton import knobs
+
+        knobs.runtime.interpret = False  # pinned: kernel modules may set TRITON_INTERPRET=1
         self.init = init
         self.kernels: dict[tuple[str, str], Any] = {}
 
@@ -82,8 +105,9 @@ def make_handler(init: RecordCompileInit) -> RecordCompileHandler:
 
 class WorkerCompiler:
     """A :data:`corpus.record.rows.Compiler` that compiles in one persistent worker process
-    (started at construction, so before the workload runs as ``__main__``), killed and
-    respawned when a compile outlives ``timeout_s``."""
+    (started at construction), killed and respawned when a compile outlives ``timeout_s``. The
+    worker does not import ``__main__``: the workload script (``corpus.record``'s, or the one
+    that uses the Triton plug-in) never runs there."""
 
     def __init__(
         self, target: str, environment: Mapping[str, str], timeout_s: float = 120.0
@@ -92,7 +116,7 @@ class WorkerCompiler:
 
         self.timeout_s = timeout_s
         self.worker = WorkerProcess(
-            "record-compile", FACTORY, RecordCompileInit(target), environment
+            "record-compile", FACTORY, RecordCompileInit(target), environment, import_main=False
         )
         self.worker.start()
 
@@ -106,6 +130,13 @@ class WorkerCompiler:
         task = RecordCompileTask(
             inspect.getsourcefile(fn.fn) or "", fn.fn.__name__, portable_args(args), config
         )
+        if runs_again_on_import(task.path):
+            return CompileOutcome(
+                Status.COMPILE_ERROR.value,
+                f"{task.entry} is defined in {task.path}, the script being run, which has no "
+                '`if __name__ == "__main__":` guard: the compile worker imports that file and '
+                "would run the script again; guard the workload, or move the kernel to a module",
+            ), None
         try:
             return self.worker.call(task, self.timeout_s)
         except WorkerTimeout:

@@ -87,6 +87,21 @@ class RecordSummary:
     record_s: float = 0.0
     """Seconds spent building and writing rows (compiling IR included), inside the tunings."""
 
+    def lost(self) -> str:
+        """What the recording could not keep, in a line ('' when nothing): configs without IR
+        (the first example), tunings that failed, events not recorded."""
+        parts = []
+        if self.configs_without_ir:
+            parts.append(
+                f"{self.configs_without_ir} measured config(s) without IR graphs (stats_note says "
+                f"why; e.g. {self.without_ir[0]})"
+            )
+        if self.failed_tunings:
+            parts.append(f"{len(self.failed_tunings)} tuning(s) failed ({self.failed_tunings[0]})")
+        if self.failures:
+            parts.append(f"{len(self.failures)} autotune event(s) not recorded ({self.failures[0]})")
+        return "; ".join(parts)
+
 
 def _versions() -> dict[str, str]:
     import torch
@@ -117,8 +132,12 @@ class Recorder:
     ``writer`` is for tests that inject write faults; by default a :class:`DatasetWriter`.
     """
 
-    def __init__(self, options: RecordOptions, writer: DatasetWriter | None = None) -> None:
+    def __init__(
+        self, options: RecordOptions, writer: DatasetWriter | None = None, *, warn_at_exit: bool = True
+    ) -> None:
         self.options = options
+        self.warn_at_exit = warn_at_exit
+        """Warn at the end of the block what was not recorded (the CLI prints its own summary)."""
         self.writer = writer or DatasetWriter(options.out)
         self.summary = RecordSummary()
         self._hooks: TritonHooks | None = None
@@ -176,6 +195,9 @@ class Recorder:
         self.summary.failed_tunings = list(self._hooks.failed_tunings)
         for close in self._closers:
             close()
+        lost = self.summary.lost()
+        if lost and self.warn_at_exit:  # else a with-block would end silently
+            warnings.warn(f"corpus.record into {self.options.out}: {lost}", stacklevel=2)
 
     def _compiler(self, interpreter: bool, target: str, settings: Settings) -> Compiler:
         """On a GPU, compile in this process (Triton's cache holds the workload's own compiles);

@@ -3,7 +3,8 @@ own (tests/corpus/guide/drive.py): Triton benchmarks exactly top_k configs of a 
 kernel and keeps a valid one; a key seen before costs no compile; a model that cannot rank
 (nothing compiles for the target, it never saw the device's arch or read the target's IR)
 falls back to every config with one warning; inside corpus.record the pruned configs are
-skipped rows naming the model."""
+skipped rows naming the model; a user's script that turns the interpreter on in code is ranked,
+and never run again by the compile worker."""
 
 from __future__ import annotations
 
@@ -115,3 +116,54 @@ def test_bad_arguments_are_refused_at_decoration(guide_model: Path, tmp_path: Pa
         prune_configs(tmp_path)
     with pytest.raises(ValueError, match="top_k"):
         prune_configs(guide_model, top_k=0)
+
+
+SCRIPT = """
+import os
+os.environ["TRITON_INTERPRET"] = "1"  # set in code, as interpreter users do
+import torch
+import triton
+import triton.language as tl
+from corpus.guide import prune_configs
+from corpus.guide.bench import cpu_bench
+
+@triton.autotune(
+    configs=[triton.Config({{"BLOCK": b}}, num_warps=w) for b in (16, 32, 64) for w in (1, 4)],
+    key=["n"], prune_configs_by=prune_configs({model!r}, top_k=2), do_bench=cpu_bench,
+)
+@triton.jit
+def double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2.0, mask=mask)
+
+def workload():
+    print("workload ran")
+    x = torch.randn(1000)
+    out = torch.empty_like(x)
+    double[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, out, 1000)
+    assert torch.equal(out, x * 2.0)
+    print("benchmarked", len(double.configs_timings))
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "unguarded"])
+def test_a_users_script_that_sets_the_interpreter_itself(guide_model: Path, tmp_path: Path, guarded: bool) -> None:
+    """A script run as ``python script.py``, its kernel defined in it: the compile worker never
+    runs the script's workload, and compiles with Triton's compiler although the script turns
+    the interpreter on; without a ``__main__`` guard it cannot import the kernel's file safely,
+    so the model does not rank (one warning naming the guard) and Triton benchmarks all six."""
+    script = tmp_path / "script.py"
+    call = 'if __name__ == "__main__":\n    workload()\n' if guarded else "workload()\n"
+    script.write_text(SCRIPT.format(model=str(guide_model)) + call)
+    env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.count("workload ran") == 1
+    if guarded:
+        assert "benchmarked 2" in done.stdout and "cannot rank" not in done.stderr
+    else:
+        assert "benchmarked 6" in done.stdout
+        assert done.stderr.count("cannot rank") == 1 and "no `if __name__ == \"__main__\":` guard" in done.stderr

@@ -60,7 +60,7 @@ def test_real_log_imports_with_graphs_device_and_provenance(logs: Path, tmp_path
     assert all("schema_version" not in r["ir_graph"] for r in records)  # Helion writes none
     runs = read_table(str(out), "runs").to_pylist()
     assert {r["source_ref"] for r in runs} == {r["run_id"] for r in records}  # Helion's ids
-    assert len({r["run_id"] for r in runs}) == 2 and len({r["harvest_id"] for r in runs}) == 2
+    assert len({r["run_id"] for r in runs}) == 2 and len({r["harvest_id"] for r in runs}) == 3  # one per tuning
     assert {(r["device_kind"], r["arch"], r["source"], r["timer"]) for r in runs} == {
         ("interpreter", "interpreter", "helion", "external")
     }  # Helion logged hardware '' (no accelerator): its Triton code ran on the interpreter
@@ -119,6 +119,29 @@ def test_the_same_thing_logged_twice_has_one_run_id(logs: Path, tmp_path: Path) 
     signature = json.loads(runs[0]["signature_json"])
     assert "autotune_log" not in json.dumps(signature) and str(logs) not in runs[0]["signature_json"]
     assert set(signature["codegen_settings"]) == set(CODEGEN_SETTINGS)
+
+
+def test_importing_a_log_again_writes_only_what_was_appended(logs: Path, tmp_path: Path) -> None:
+    """Helion appends to its log: importing it after each tuning must not write the earlier
+    tunings again (each tuning's harvest_id is derived from what the log says of it)."""
+    lines = (logs / "a.csv").read_text().splitlines(keepends=True)
+    records = (logs / "a.meta.jsonl").read_text().splitlines(keepends=True)
+    per_tuning, rest = divmod(len(lines) - 1, len(records))  # three tunings, four configs each
+    assert rest == 0
+    early = tmp_path / "early"
+    early.mkdir()
+    (early / "a.csv").write_text("".join(lines[: 1 + per_tuning]))  # the log after its first tuning
+    (early / "a.meta.jsonl").write_text(records[0])
+    out = tmp_path / "d"
+    assert _ingest(out, early / "a.csv").runs == 1
+    later = _ingest(out, logs / "a.csv")
+    assert (later.runs, later.measurements, later.already_imported) == (2, 8, 1)
+    again = _ingest(out, logs / "a.csv")
+    assert (again.runs, again.already_imported) == (0, 3)
+    assert "3 run(s) already imported" in " ".join(again.lines(str(out)))
+    assert read_table(str(out), "runs").num_rows == 3 and read_table(str(out), "measurements").num_rows == 12
+    checked = check_dataset(str(out))
+    assert checked.ok, checked.problems
 
 
 def test_sources_csv_links_deduplicated_configs(logs: Path, tmp_path: Path) -> None:

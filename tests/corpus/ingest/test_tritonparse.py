@@ -70,6 +70,15 @@ def test_autotune_compilations_and_launch_become_one_run(tmp_path: Path) -> None
     assert all(m["compile_time_s"] > 0 for m in measurements.values())
 
 
+def test_a_trace_imported_twice_is_written_once(tmp_path: Path) -> None:
+    out = tmp_path / "d"
+    _ingest(out)
+    again = _ingest(out)
+    assert (again.runs, again.measurements, again.already_imported) == (0, 0, 1)
+    assert read_table(str(out), "runs").num_rows == 1 and read_table(str(out), "measurements").num_rows == 2
+    assert check_dataset(str(out)).ok
+
+
 def test_kernel_identity_matches_a_recording_of_the_same_kernel(tmp_path: Path) -> None:
     """The trace holds the whole module source, so the kernel id is the one corpus.record
     derives for the same file (tests/corpus/record/workload.py)."""

@@ -55,6 +55,25 @@ def test_hooks_are_replayed_per_config_and_failed_tunings_reported(tmp_path: Pat
     assert check_dataset(str(out)).ok
 
 
+def test_a_script_that_turns_the_interpreter_on_itself_records_ir(tmp_path: Path) -> None:
+    """``with corpus.record(...)`` in a script that sets TRITON_INTERPRET in code: the compile
+    worker neither runs the script again nor inherits the interpreter, so every config Triton
+    can compile has IR; the one it cannot is reported when the block ends."""
+    out = tmp_path / "d"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(
+        [sys.executable, str(HERE / "in_code_workload.py"), str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("workload ran") == 1
+    rows = read_table(str(out), "measurements").to_pylist()
+    assert sorted((m["num_warps"], m["ttgir_id"] is not None) for m in rows) == [(3, False), (4, True), (4, True)]
+    assert "1 measured config(s) without IR graphs" in done.stderr and "add_one" in done.stderr
+    assert check_dataset(str(out)).ok
+
+
 @pytest.mark.slow
 def test_liger_fused_mlp_records_ir_for_all_32_configs(tmp_path: Path) -> None:
     pytest.importorskip("liger_kernel", reason="the thirdparty extra (liger-kernel) is not installed")
