@@ -13,7 +13,7 @@ from corpus.harvest.rows import now
 from corpus.ingest.helion import helion_runs
 from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import ImportedRun, import_harvest_id, imported_rows, imported_run_id
-from corpus.ingest.tritonparse import autotune_runs, graphs_of, read_trace
+from corpus.ingest.tritonparse import autotune_runs, graphs_of, open_trace, read_trace
 from corpus.run_writer import RunWriter
 
 FORMATS = ("helion", "tritonparse")
@@ -45,6 +45,8 @@ class IngestSummary:
     the cache after the same key was tuned (no measurements: not written, the first one
     stands), or the same thing tuned again (written under a harvest_id of its own, so both
     tunings' measurements are kept)."""
+    derived: Counter[str] = field(default_factory=Counter)
+    """Analysis events tritonparse derived from the others (``ir_analysis``, ...): left out."""
     already_imported: int = 0
     """Runs an earlier import of this log committed (the same tuning, by content): not written."""
     problems: Problems = field(default_factory=Problems)
@@ -59,6 +61,9 @@ class IngestSummary:
                 f"{self.repeats} run(s) repeat an earlier run of this log (cache hits of a tuned key are "
                 "not written; tunings done again are, each under its own harvest_id)"
             )
+        if self.derived:
+            counts = ", ".join(f"{count} {kind}" for kind, count in self.derived.most_common())
+            text.append(f"left out the analyses tritonparse derived from the trace's events: {counts}")
         if self.already_imported:
             text.append(
                 f"{self.already_imported} run(s) already imported into {out} by an earlier import "
@@ -96,7 +101,7 @@ def _check_utf8(path: Path, chunk_bytes: int = 1 << 20) -> None:
     UTF-8; anything else is the wrong file or a damaged one)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
-    with path.open("rb") as handle:
+    with open_trace(path) as handle:
         while True:
             chunk = handle.read(chunk_bytes)
             try:
@@ -122,6 +127,7 @@ def ingest(config: IngestConfig) -> IngestSummary:
         runs = helion_runs(config.log, config.meta, summary.problems)
     else:
         trace = read_trace(config.log, summary.problems)
+        summary.derived = trace.derived
         runs, used = autotune_runs(trace, config.log, summary.problems)
         _write_unused_compilations(trace, used, sink)
     _write_runs(runs, sink, summary, config.out)

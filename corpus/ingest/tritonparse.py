@@ -21,17 +21,20 @@ by the compile target; ``runs.device_name`` is null.
 from __future__ import annotations
 
 import ast
+import gzip
+import io
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.identity import triton_type
-from corpus.ingest.problems import Problems
+from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import ImportedConfig, ImportedRun
 from corpus.suite.spec import Config
 from extract.locations import package_relative
@@ -39,6 +42,12 @@ from schemas.enums import Level, Source, Status
 
 FORMAT = "tritonparse NDJSON trace (tritonparse >= 0.5: compilation, autotune, launch events)"
 KNOWN_EVENTS = ("compilation", "autotune", "launch")
+DERIVED_EVENTS = (
+    "launch_diff", "ir_analysis", "roofline", "autotune_analysis", "autotune_summary",
+    "compilation_diff", "trace_diff",
+)  # fmt: skip
+"""Analyses tritonparse's own parser adds to its output (tritonparse 0.6), derived from the
+events above: left out without complaint, and counted."""
 
 _TORCH_TO_TRITON = {
     "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64",
@@ -71,6 +80,8 @@ class Trace:
     compilations: list[Compilation] = field(default_factory=list)
     autotunes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     launches: list[dict[str, Any]] = field(default_factory=list)
+    derived: Counter[str] = field(default_factory=Counter)
+    """:data:`DERIVED_EVENTS` left out, by type."""
 
 
 def parse_config_text(text: str) -> Config:
@@ -164,6 +175,9 @@ def read_trace(path: Path, problems: Problems) -> Trace:
             problems.report(path, line, f"not JSON ({exc.msg})")
             continue
         kind = event.get("event_type") if isinstance(event, dict) else None
+        if kind in DERIVED_EVENTS:
+            trace.derived[kind] += 1
+            continue
         if kind not in KNOWN_EVENTS:
             problems.report(path, line, f"unknown event type {kind!r}")
             continue
@@ -181,10 +195,27 @@ def read_trace(path: Path, problems: Problems) -> Trace:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, 1):
+    with open_trace(path) as handle:
+        for number, text in enumerate(io.TextIOWrapper(handle, encoding="utf-8"), 1):
             if text.strip():
                 yield number, text
+
+
+def open_trace(path: Path) -> BinaryIO:
+    """The trace's bytes: the file, or its content when tritonparse wrote it gzipped
+    (``.ndjson.gz``). Raises :class:`IngestError` for a ``.zst`` trace (decompress it with
+    ``zstd -d`` first) or a ``.gz`` file that is not gzip."""
+    if path.suffix == ".zst":
+        raise IngestError(f"{path}: a zstd-compressed trace; decompress it first (zstd -d {path.name})")
+    if path.suffix != ".gz":
+        return path.open("rb")
+    handle = gzip.open(path, "rb")  # noqa: SIM115  (the caller closes it)
+    try:
+        handle.peek(1)
+    except (OSError, EOFError) as exc:
+        handle.close()
+        raise IngestError(f"{path}: named .gz but not a gzip file ({exc})") from None
+    return handle  # type: ignore[return-value]
 
 
 def graphs_of(compilation: Compilation) -> dict[str, tuple[str, dict[str, Any]]]:

@@ -114,6 +114,36 @@ def test_malformed_and_unknown_records_are_skipped_and_counted(tmp_path: Path) -
     assert summary.problems.examples[0].endswith("broken.ndjson:2: " + reasons[0])
 
 
+def test_tritonparses_own_parsed_output_imports_gzipped_with_its_analyses_left_out(tmp_path: Path) -> None:
+    """What ``tritonparse.parse.utils.unified_parse`` writes from the fixture's raw trace: a
+    ``*_mapped.ndjson.gz`` whose compilations come with ``ir_analysis`` events it derived."""
+    utils = pytest.importorskip("tritonparse.parse.utils", reason="the thirdparty extra (tritonparse) is not installed")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "dedicated_log_triton_trace_root_.ndjson").write_bytes(TRACE.read_bytes())  # the name it looks for
+    utils.unified_parse(source=str(raw), out=str(tmp_path / "parsed"), overwrite=True)
+    (parsed,) = (tmp_path / "parsed").glob("*.ndjson.gz")
+    summary = ingest(IngestConfig(format="tritonparse", log=parsed, out=str(tmp_path / "d"), strict=True))
+    assert summary.problems.total == 0 and summary.derived == {"ir_analysis": 2}
+    assert (summary.ir_graphs, summary.kernels) == (4, 1)
+    assert "2 ir_analysis" in " ".join(summary.lines(str(tmp_path / "d")))
+    assert check_dataset(str(tmp_path / "d")).ok
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("trace.ndjson.zst", b"x", "zstd-compressed trace; decompress it first"),
+    ("trace.ndjson.gz", b'{"event_type": "launch"}\n', "named .gz but not a gzip file"),
+])  # fmt: skip
+def test_compressed_traces_it_cannot_read_are_refused_naming_them(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    log = tmp_path / name
+    log.write_bytes(content)
+    with pytest.raises(IngestError, match=message):
+        _ingest(tmp_path / "d", log=log)
+    assert not (tmp_path / "d").exists()
+
+
 def test_strict_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = _broken(tmp_path)
     with pytest.raises(IngestError, match=r"broken\.ndjson:2: not JSON"):
