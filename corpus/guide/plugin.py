@@ -258,19 +258,20 @@ class ConfigRanker:
         if not compiled:
             first = next(iter(outcomes.values()))
             raise CannotRank(f"no config compiles for {target}: {first.error}")
-        dims, dtype = autotuned_problem(args, autotuner.keys)
+        problem = autotuned_problem(args, autotuner.keys)
         run = PlannedRun(
             family=entry,
             scale=None,  # type: ignore[arg-type]  # not a suite scale
-            dims=dims,
-            dtype=dtype,  # type: ignore[arg-type]
+            dims=problem.dims,
+            dtype=problem.dtype,  # type: ignore[arg-type]
             seed=None,  # type: ignore[arg-type]
             run_id="candidates",
             kernel_id=kernel_id(source, entry),
             signature={},  # the run is never written: nothing hashes it
             configs=(),
             default_config_id=None,  # type: ignore[arg-type]  # no untuned default
-            sizes=dims,
+            sizes=problem.dims,
+            flags=problem.flags,
         )
         planned = [PlannedConfig(c, None, config_grid(grid, args, c)) for c in compiled]
         run = replace(run, configs=tuple(planned))

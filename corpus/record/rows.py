@@ -143,16 +143,24 @@ def config_grid(grid: Any, args: Mapping[str, Any], config: Config) -> tuple[int
         return None
 
 
-def autotuned_problem(args: Mapping[str, Any], keys: Sequence[str]) -> tuple[dict[str, int], str | None]:
-    """(problem dims, dtype) of an autotuned call with ``args``: the integer arguments the
-    autotuner keys on (``keys``), and the dtype of the first tensor argument (None: none)."""
-    dims = {
-        name: int(args[name])
-        for name in keys
-        if isinstance(args.get(name), int) and not isinstance(args.get(name), bool)
-    }
+@dataclass(frozen=True)
+class AutotunedProblem:
+    """What an autotuned call's key says of its problem: ``dims``, the integer and boolean
+    arguments the autotuner keys on (booleans as 0/1); ``flags``, the boolean ones (mode
+    switches, as a suite's ``problem_flags``); ``dtype`` of the first tensor argument (None:
+    none)."""
+
+    dims: dict[str, int]
+    flags: dict[str, int]
+    dtype: str | None
+
+
+def autotuned_problem(args: Mapping[str, Any], keys: Sequence[str]) -> AutotunedProblem:
+    """The :class:`AutotunedProblem` of a call with ``args`` to a kernel autotuned on ``keys``."""
+    dims = {name: int(args[name]) for name in keys if isinstance(args.get(name), int)}  # bool is an int
+    flags = {name: dims[name] for name in dims if isinstance(args[name], bool)}
     tensors = [v for v in args.values() if hasattr(v, "dtype") and hasattr(v, "shape")]
-    return dims, str(tensors[0].dtype).removeprefix("torch.") if tensors else None
+    return AutotunedProblem(dims, flags, str(tensors[0].dtype).removeprefix("torch.") if tensors else None)
 
 
 def _bench_outcome(timing: list[float], benched: BenchedConfig | None) -> MeasureOutcome:
@@ -177,13 +185,13 @@ def _planned_run(
 ) -> PlannedRun:
     """The recorded tuning as a planned run: benchmarked configs first (in the autotuner's
     order), then the pruned ones as ``skipped``. Problem dims are the integer arguments the
-    autotuner keys on."""
+    autotuner keys on (booleans as 0/1, also its flags)."""
     jit = kernel_function(event.fn)
     benchmarked = [as_config(c) for c in event.timings]
     all_configs = [as_config(c) for c in event.autotuner.configs]
     tuned = {name for config in all_configs + benchmarked for name in config.kwargs}
     signature = argument_signature(jit, event.args, tuned)
-    dims, dtype = autotuned_problem(event.args, event.autotuner.keys)
+    problem = autotuned_problem(event.args, event.autotuner.keys)
     benched_ids = {c.id for c in benchmarked}
     planned = [PlannedConfig(c, None, config_grid(event.grid, event.args, c)) for c in benchmarked]
     if not event.cache_hit:
@@ -197,15 +205,16 @@ def _planned_run(
     return PlannedRun(
         family=entry,
         scale=None,  # type: ignore[arg-type]  # not from a suite scale
-        dims=dims,
-        dtype=dtype,  # type: ignore[arg-type]
+        dims=problem.dims,
+        dtype=problem.dtype,  # type: ignore[arg-type]
         seed=None,  # type: ignore[arg-type]
         run_id=run_id(kernel_key, signature, context.facts.model, context.toolchain),
         kernel_id=kernel_key,
         signature=signature,
         configs=tuple(planned),
         default_config_id=None,  # type: ignore[arg-type]  # a recorded kernel has no untuned default
-        sizes=dims,
+        sizes=problem.dims,
+        flags=problem.flags,
     )
 
 

@@ -4,14 +4,23 @@ autotuners without launching anything."""
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import torch
 
 from corpus.harvest.device import DeviceFacts
 from corpus.record.hooks import AutotuneEvent
-from corpus.record.rows import INF_TIMING, PRUNED, RecordContext, as_config, event_rows
+from corpus.record.rows import (
+    INF_TIMING,
+    PRUNED,
+    RecordContext,
+    as_config,
+    autotuned_problem,
+    event_rows,
+)
 from schemas import DatasetWriter, read_table
 from schemas.check import check_dataset
 from schemas.enums import Timer
@@ -91,3 +100,21 @@ def test_disk_cache_hit_is_a_run_without_measurements(tmp_path) -> None:
     stored = read_table(out, "runs").to_pylist()
     assert stored[0]["autotune_cache_hit"] is True and stored[0]["run_id"] == rows.run["run_id"]
     assert not [p for p in check_dataset(out).problems if "runs" in p and "not found" not in p]
+
+
+def test_a_boolean_autotune_key_is_a_problem_flag() -> None:
+    """liger's token-gather kernel keys on ``w_is_None``: its two problems differ in problem_json,
+    shape_name and problem_flags, not only in run_id."""
+    x = torch.zeros(4, dtype=torch.float16)
+    problem = autotuned_problem({"x": x, "H_dim": 48, "K_dim": 2, "w_is_None": True, "eps": 0.5}, ["H_dim", "K_dim", "w_is_None"])
+    assert problem.dims == {"H_dim": 48, "K_dim": 2, "w_is_None": 1}
+    assert problem.flags == {"w_is_None": 1} and problem.dtype == "float16"
+    event = _gelu_event([[0.02, 0.019, 0.021]], cache_hit=False)
+    with_flag = replace(event, args={**event.args, "fast": False})
+    with_flag.autotuner.keys.append("fast")
+    try:
+        run = event_rows(with_flag, CONTEXT, STARTED, {}).run
+    finally:
+        with_flag.autotuner.keys.remove("fast")
+    assert json.loads(run["problem_json"]) == {"n_elements": 100, "fast": 0}
+    assert run["problem_flags"] == [{"name": "fast", "value": 0}]
