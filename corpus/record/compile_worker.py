@@ -43,6 +43,9 @@ class RecordCompileTask:
     entry: str
     args: Mapping[str, Any]
     config: Config
+    module: str | None = None
+    """The module's dotted name in the recording process (``__spec__.name``), tried first: a
+    module of a namespace package or one with relative imports loads by name, not by file."""
 
 
 def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,9 +88,17 @@ class RecordCompileHandler:
             self.kernels[key] = unwrap(getattr(import_kernel_module(path), entry), entry)
         return self.kernels[key]
 
+    def _load(self, task: RecordCompileTask) -> Any:
+        if task.module is not None:
+            try:
+                return self._kernel(task.module, task.entry)
+            except ImportError:  # not importable by name here (sys.path differs): by file
+                pass
+        return self._kernel(task.path, task.entry)
+
     def __call__(self, task: RecordCompileTask) -> tuple[CompileOutcome, str | None]:
         try:
-            kernel = self._kernel(task.path, task.entry)
+            kernel = self._load(task)
         except Exception as exc:
             return CompileOutcome(
                 Status.COMPILE_ERROR.value,
@@ -127,9 +138,11 @@ class WorkerCompiler:
 
         from corpus.harvest.workers import WorkerCrashed, WorkerError, WorkerTimeout
 
+        spec = getattr(sys.modules.get(fn.fn.__module__), "__spec__", None)
         task = RecordCompileTask(
-            inspect.getsourcefile(fn.fn) or "", fn.fn.__name__, portable_args(args), config
-        )
+            inspect.getsourcefile(fn.fn) or "", fn.fn.__name__, portable_args(args), config,
+            module=spec.name if spec is not None and spec.name != "__main__" else None,
+        )  # fmt: skip
         if runs_again_on_import(task.path):
             return CompileOutcome(
                 Status.COMPILE_ERROR.value,

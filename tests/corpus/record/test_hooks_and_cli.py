@@ -74,6 +74,47 @@ def test_a_script_that_turns_the_interpreter_on_itself_records_ir(tmp_path: Path
     assert check_dataset(str(out)).ok
 
 
+NAMESPACE_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+from .settings import CONFIGS  # a relative import in a package without __init__.py
+
+
+@triton.autotune(configs=CONFIGS, key=["n"])
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 1, mask=offsets < n)
+
+
+if __name__ == "__main__":
+    add_one[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](torch.zeros(100), 100)
+"""
+
+
+def test_a_kernel_of_a_namespace_package_run_as_a_module_has_ir(tmp_path: Path) -> None:
+    """``corpus.record -- python -m nsp.kern``: the worker loads the kernel's module by its name
+    (a file of a package without ``__init__.py`` cannot resolve its relative imports alone)."""
+    package = tmp_path / "src" / "nsp"
+    package.mkdir(parents=True)
+    (package / "settings.py").write_text(
+        "import triton\nCONFIGS = [triton.Config({'BLOCK': 16}), triton.Config({'BLOCK': 64})]\n"
+    )
+    (package / "kern.py").write_text(NAMESPACE_KERNEL)
+    out = tmp_path / "d"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(tmp_path / "src")])
+    command = [sys.executable, "-W", "ignore", "-m", "corpus.record", "--out", str(out), "--rep", "1",
+               "--warmup", "0", "--", sys.executable, "-m", "nsp.kern"]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = read_table(str(out), "measurements").to_pylist()
+    assert len(rows) == 2 and all(m["ttgir_id"] for m in rows), [m["stats_note"] for m in rows]
+    assert "without IR" not in done.stderr
+
+
 @pytest.mark.slow
 def test_liger_fused_mlp_records_ir_for_all_32_configs(tmp_path: Path) -> None:
     pytest.importorskip("liger_kernel", reason="the thirdparty extra (liger-kernel) is not installed")
