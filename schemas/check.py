@@ -323,7 +323,7 @@ def _summarize(tables: dict[str, pa.Table], report: CheckReport) -> None:
         report.facts["harvests"] = len(pc.unique(runs.column("harvest_id")))
         report.facts["devices"] = dict(
             Counter(
-                f"{n} ({a})"
+                f"{n} ({a})" if n else f"unnamed device ({a})"  # e.g. a trace that names none
                 for n, a in zip(
                     runs.column("device_name").to_pylist(), runs.column("arch").to_pylist()
                 )

@@ -85,6 +85,11 @@ def _check(config: IngestConfig) -> None:
         raise IngestError(f"unknown format {config.format!r}; expected one of {', '.join(FORMATS)}")
     if not config.log.is_file():
         raise FileNotFoundError(f"no such {config.format} log: {config.log}")
+    if config.format == "helion" and config.log.name.endswith((".meta.jsonl", ".sources.csv")):
+        raise IngestError(
+            f"{config.log}: a sidecar of Helion's log; give the log's CSV "
+            f"({config.log.name.split('.')[0]}.csv), the sidecars are read beside it"
+        )
     if config.meta is not None and not config.meta.is_file():
         raise FileNotFoundError(f"no such Helion metadata file: {config.meta}")
     inputs = [config.log]

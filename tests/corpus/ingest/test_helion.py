@@ -206,6 +206,8 @@ def test_unknown_header_and_missing_files_are_refused(
         _ingest(tmp_path / "d", log=log)
     assert main(["helion", str(tmp_path / "none.csv"), "--out", str(tmp_path / "d")]) == 2
     assert "no such helion log" in capsys.readouterr().err
+    with pytest.raises(IngestError, match=r"a\.meta\.jsonl: a sidecar of Helion's log; give the log's CSV \(a\.csv\)"):
+        _ingest(tmp_path / "d", log=logs / "a.meta.jsonl")
 
 
 def test_cli_prints_the_summary(logs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,6 +31,7 @@ def test_autotune_compilations_and_launch_become_one_run(tmp_path: Path) -> None
     assert summary.repeats == 1  # the cache-hit event of the same key adds no second run
     checked = check_dataset(str(out))
     assert checked.ok, checked.problems
+    assert checked.facts["devices"] == {"unnamed device (sm_90)": 1}  # tritonparse names none
 
     run = read_table(str(out), "runs").to_pylist()[0]
     assert (run["source"], run["timer"], run["arch"], run["ir_target"]) == (
