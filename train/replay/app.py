@@ -294,14 +294,25 @@ def partitions(
             "counts as held out, so the model's figures are optimistic",
         )
     splits = _stored_split(seed_model, samples)
-    note = None
-    if splits is None:
-        splits = redraw_split(config, samples, seed_model, level)
-        note = (
-            f"seed {seed_model.seed}: no splits.parquet matching --data beside the checkpoint; "
-            f"the {seed_model.split} split was drawn again as python -m train drew it"
-        )
-    return split_frame(samples, splits, "train"), split_frame(samples, splits, config.partition), note
+    if splits is not None:
+        return split_frame(samples, splits, "train"), split_frame(samples, splits, config.partition), None
+    splits = redraw_split(config, samples, seed_model, level)
+    held = split_frame(samples, splits, config.partition)
+    note = (
+        f"seed {seed_model.seed}: no splits.parquet matching --data beside the checkpoint; "
+        f"the {seed_model.split} split was drawn again as python -m train drew it"
+    )
+    trained_on = set(seed_model.model.checkpoint.seen.get("families", []))
+    seen_held = sorted(set(held["family"].unique().to_list()) & trained_on)
+    if seed_model.split in FAMILY_KINDS and seen_held:  # they would pass for unseen kernels
+        held = held.filter(~pl.col("family").is_in(seen_held))
+        note += f"; its held-out runs of families the model trained on are left out ({', '.join(seen_held)})"
+    return split_frame(samples, splits, "train"), held, note
+
+
+FAMILY_KINDS = ("family", "cluster")
+"""Split kinds that hold out whole families: a redrawn split's held-out family must be one the
+checkpoint never trained on (``seen.families``), or its runs are no unseen kernels."""
 
 
 def static_scores(
@@ -387,7 +398,8 @@ def replay_seed(
             left_out = f"seed {seed_model.seed}: {missing} held-out run(s) not remeasured in {config.remeasured} left out"
             note = left_out if note is None else f"{note}; {left_out}"
     if held.is_empty():
-        return [], f"seed {seed_model.seed}: no held-out run with two valid configs"
+        empty = f"seed {seed_model.seed}: no held-out run with two valid configs"
+        return [], empty if note is None else f"{note}; {empty}"
     scores = static_scores(
         config.strategies,
         train,

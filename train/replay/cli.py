@@ -173,7 +173,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m train.replay: error: {exc}", file=sys.stderr)
         return 2
     if not outcomes:
-        print("python -m train.replay: error: no held-out run to replay", file=sys.stderr)
+        why = "; ".join(meta.get("notes", [])) if isinstance(meta, dict) else ""
+        print(
+            "python -m train.replay: error: no held-out run to replay: --data holds no run the "
+            "model's split held out with two configs that ran and every config measured"
+            + (f" ({why})" if why else ""),
+            file=sys.stderr,
+        )
         return 2
     assert config.out is not None
     print(write_outputs(Path(config.out), outcomes, config.strategies, meta))

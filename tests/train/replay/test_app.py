@@ -100,6 +100,30 @@ def test_a_checkpoint_without_its_splits_file_redraws_the_same_split(harvested, 
     assert set(runs["run_id"]) == expected and set(runs["seed"]) == {1}
 
 
+def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, trained, tmp_path, capsys):
+    """A checkpoint replayed on data its split cannot be found for: the split drawn again may
+    hold out families the model trained on (another dataset's model); their runs are left out,
+    said in the note, and when nothing else is held out the replay refuses."""
+    model = tmp_path / "seed-1"
+    shutil.copytree(trained / "checkpoints" / "gnn" / "family" / "seed-1", model)
+    samples = load_samples(harvested)
+    held_out = sorted(set(samples.filter(pl.col("run_id").is_in(_test_runs(trained, "family", 1)))["family"]))
+    meta = json.loads((model / "checkpoint.json").read_text())
+    meta["seen"]["families"] = sorted({*meta["seen"]["families"], held_out[0]})  # as if trained on it
+    (model / "checkpoint.json").write_text(json.dumps(meta))
+    argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
+    if len(held_out) > 1:
+        assert main(argv) == 0
+        assert f"families the model trained on are left out ({held_out[0]})" in capsys.readouterr().out
+        replayed = pl.read_parquet(tmp_path / "r" / "runs.parquet")["run_id"]
+        assert not samples.filter(pl.col("run_id").is_in(replayed) & (pl.col("family") == held_out[0])).height
+    meta["seen"]["families"] = sorted({*meta["seen"]["families"], *held_out})
+    (model / "checkpoint.json").write_text(json.dumps(meta))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no held-out run to replay" in err and "families the model trained on are left out" in err
+
+
 def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, capsys):
     for argv, message in (
         (["--model", str(tmp_path)], "no checkpoint.json"),
