@@ -17,12 +17,12 @@ from rich.table import Table
 
 from schemas.card import CARD_JSON, CARD_MARKDOWN, write_card
 from schemas.check import check_dataset
-from schemas.compact import compact
+from schemas.compact import compact, require_dataset
 from schemas.console import print_error
 from schemas.doc import render_schema_doc
 from schemas.errors import DatasetError
 from schemas.scrub import scrub_dataset
-from schemas.storage import STALE_TEMPORARY_AGE_S
+from schemas.storage import STALE_TEMPORARY_AGE_S, resolve
 
 P = ParamSpec("P")
 
@@ -64,11 +64,12 @@ def run_check(
     temporary_age_s: float = STALE_TEMPORARY_AGE_S,
 ) -> int:
     """Print the check report of the dataset at ``url``; 0 when it has no problems, 1 when it
-    has some.
+    has some, 2 (one line) when ``url`` holds no dataset at all.
 
     ``fix``: first remove write temporaries older than ``temporary_age_s`` seconds and repair
     repeated keys (:func:`schemas.repair.repair_repeats`); what was changed is printed."""
     console = console or Console()
+    require_dataset(resolve(url))  # not a dataset: one line and 2, as compact says it
     report = check_dataset(
         url, fix=fix, temporary_age_s=temporary_age_s, on_wait=_waiting(console, "check --fix")
     )

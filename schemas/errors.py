@@ -60,6 +60,11 @@ class ReplacementError(DatasetError):
     each other in a cycle): honouring the claim would hide committed rows."""
 
 
+class ReadRequestError(DatasetError, ValueError):
+    """The columns or filters asked of a table do not fit it (an unknown column, a filter
+    comparing a column with a value of another type); the files themselves are sound."""
+
+
 class FileVanishedError(DatasetError):
     """A listed file disappeared before it was read (compaction replaced it); readers list again."""
 

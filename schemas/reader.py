@@ -26,8 +26,10 @@ from schemas.errors import (
     CorruptFileError,
     DatasetError,
     FileVanishedError,
+    ReadRequestError,
     SchemaMismatchError,
     SchemaVersionError,
+    failure_reason,
 )
 from schemas.harvests import check_mode, needed_columns, one_harvest
 from schemas.keys import (
@@ -206,6 +208,21 @@ def stable(read: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
+def check_request(table: str, columns: Sequence[str] | None, filters: Filters) -> None:
+    """Refuse, naming them, ``columns`` and tuple ``filters`` columns that ``table`` does not
+    have (a filter expression is checked when it is applied)."""
+    names = table_spec(table).schema.names
+    asked = list(columns or [])
+    if filters is not None and not isinstance(filters, pa.compute.Expression):
+        groups = filters if filters and isinstance(filters[0], list) else [filters]
+        asked += [str(term[0]) for group in groups for term in group]
+    unknown = sorted({name for name in asked if name not in names})
+    if unknown:
+        raise ReadRequestError(
+            f"{table} has no column {', '.join(map(repr, unknown))} (its columns: {', '.join(names)})"
+        )
+
+
 def _expression(filters: Filters) -> pa.compute.Expression | None:
     if filters is None or isinstance(filters, pa.compute.Expression):
         return filters
@@ -223,7 +240,12 @@ def _read_files(loc: Location, table: str, found: TableFiles, columns: list[str]
             gone = next((p for p in found.current if vanished(loc, p)), None)
             if gone is not None:
                 raise FileVanishedError(gone) from exc
-            culprit = _find_unreadable(loc, found.current) or ", ".join(found.current[:3])
+            culprit = _find_unreadable(loc, found.current)
+            if culprit is None:  # every file reads alone: the request is at fault, not a file
+                raise ReadRequestError(
+                    f"{table}: cannot read the columns or filters asked for ({failure_reason(exc)}); "
+                    "the files are sound"
+                ) from exc
             raise CorruptFileError(culprit, exc) from exc
     for path, version in found.older.items():
         upgraded = lift(table, read_file(loc, path), version)
@@ -352,7 +374,7 @@ def read_table(
     replaces while they are read are read from the merged file instead.
     """
     check_mode(harvests, table, committed_only)
-    table_spec(table)  # an unknown table name is a KeyError naming it
+    check_request(table, columns, filters)  # an unknown table is a KeyError, a column a ReadRequestError
     loc = resolve(url)
     wanted = list(columns) if columns is not None else None
     needed = wanted

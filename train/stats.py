@@ -64,7 +64,9 @@ class Paired:
     """Model A minus model B over the seeds both have a finite value for.
 
     ``diff``: interval of the per-seed differences A - B; ``p_value``: two-sided paired t-test
-    (None with fewer than 2 pairs, 1.0 when every difference is 0); ``wins``: seeds where A is
+    (None with fewer than 2 pairs, 1.0 when every difference is 0; when every difference is the
+    same non-zero value the t-test is undefined, and the exact two-sided sign test's
+    ``2 ** (1 - n)`` stands in: 0.5 from 2 seeds, not a misleading 0); ``wins``: seeds where A is
     strictly better (by the metric's direction), ``losses`` where it is strictly worse.
     """
 
@@ -98,7 +100,7 @@ def paired(
     p_value: float | None = None
     if len(diffs) >= 2:
         if np.all(diffs == diffs[0]):
-            p_value = 1.0 if diffs[0] == 0 else 0.0
+            p_value = 1.0 if diffs[0] == 0 else min(1.0, 2.0 ** (1 - len(diffs)))
         else:
             p_value = float(stats.ttest_1samp(diffs, 0.0).pvalue)
     return Paired(t_interval(diffs, level), p_value, wins, losses)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,11 +64,19 @@ def test_uncommitted_rows_are_a_warning_not_a_problem(dataset):
     assert any("uncommitted" in w for w in report.warnings)
 
 
-def test_missing_table_directory_is_reported(tmp_path):
-    result = run_cli("check", str(tmp_path))
+def test_missing_table_directory_is_reported(dataset, tmp_path):
+    shutil.rmtree(Path(dataset, "kernels"))
+    result = run_cli("check", dataset)
     assert result.returncode == 1
     assert "table directory 'kernels' not found" in result.stdout.replace("\n", " ")
     assert "Traceback" not in result.stderr
+    # no dataset at all (an empty directory, a file): one line and 2, as compact says it
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "empty").mkdir()
+    for path in (tmp_path / "empty", tmp_path / "afile"):
+        result = run_cli("check", str(path))
+        assert result.returncode == 2 and "no dataset here" in result.stderr + result.stdout
+        assert "problem(s)" not in result.stdout and "Traceback" not in result.stderr
 
 
 def test_a_measurement_of_another_arch_than_its_run_is_a_problem(dataset):

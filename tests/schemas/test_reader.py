@@ -11,6 +11,7 @@ from schemas import (
     CorruptFileError,
     DatasetError,
     DatasetWriter,
+    ReadRequestError,
     RepeatedKeyError,
     SchemaVersionError,
     read_table,
@@ -62,6 +63,22 @@ def test_missing_table_is_a_clear_error(tmp_path):
         read_table(str(tmp_path), "runs")
     with pytest.raises(KeyError, match="unknown table 'run'"):
         read_table(str(tmp_path), "run")
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({"columns": ["median"]}, "measurements has no column 'median'"),
+        ({"filters": [("stat", "=", "ok")]}, "measurements has no column 'stat'"),
+        ({"filters": [[("status", "=", "ok")], [("bogus", "=", 1)]]}, "no column 'bogus'"),
+        ({"filters": [("median_ms", ">", "3")]}, "cannot read the columns or filters asked for .*the files are sound"),
+    ],
+    ids=["column", "filter", "dnf-filter", "filter-type"],
+)
+def test_a_request_that_does_not_fit_the_table_is_no_corrupt_file(dataset, request_, message):
+    with pytest.raises(ReadRequestError, match=message) as raised:
+        read_table(dataset, "measurements", **request_)
+    assert not isinstance(raised.value, CorruptFileError) and isinstance(raised.value, ValueError)
 
 
 def test_truncated_file_is_named(dataset):

@@ -44,6 +44,11 @@ def test_paired_uses_only_seeds_both_have():
     same = paired({0: 0.5, 1: 0.5}, {0: 0.5, 1: 0.5}, "opa")
     assert same.p_value == 1.0 and same.wins == same.losses == 0
     assert paired({0: 0.5}, {0: 0.4}, "opa").p_value is None
+    # the same non-zero difference on every seed: no variance for a t-test, and two seeds are
+    # no evidence (the exact sign test: 0.5 from 2 seeds, 0.0625 from 5)
+    assert paired({0: 0.5, 1: 0.25}, {0: 1.0, 1: 0.75}, "kendall_tau").p_value == 0.5
+    five = paired(dict.fromkeys(range(5), 0.5), dict.fromkeys(range(5), 0.25), "kendall_tau")
+    assert five.p_value == pytest.approx(0.0625) and five.wins == 5
 
 
 def test_better_follows_the_metric():
