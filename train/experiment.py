@@ -22,7 +22,6 @@ import hashlib
 import os
 import shutil
 import statistics
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -47,7 +46,7 @@ from train.data import GraphSamples, LoadedDataset, load_dataset
 from train.features import TabularFeatures
 from train.fit import TrainConfig, predict_samples, train_model
 from train.graphs import FeaturizedGraphs, GraphFeaturizer
-from train.layout import CHECKPOINTS, SHIPPED, SPLITS_FILE, seed_checkpoint_dir
+from train.layout import CHECKPOINTS, SHIPPED, SPLITS_FILE, out_problem, seed_checkpoint_dir
 from train.losses import RANKING_LOSSES
 from train.model import ModelConfig
 from train.report import ModelResult, write_report
@@ -208,16 +207,9 @@ def _device_usable(device: str) -> bool:
 def probe_out(out: str) -> None:
     """Create ``out`` and check a file can be written there, before hours of training are
     lost to a read-only or mistyped output directory (:class:`UsageError` otherwise)."""
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    problem = out_problem(out)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def _neural(config: ExperimentConfig) -> list[str]:

@@ -18,6 +18,8 @@ copied elsewhere still says which split it belongs to.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,4 +70,21 @@ def find_splits_file(checkpoint_dir: str | Path, levels: int = 4) -> Path | None
     for candidate in [directory, *directory.parents][: levels + 1]:
         if (candidate / SPLITS_FILE).is_file():
             return candidate / SPLITS_FILE
+    return None
+
+
+def out_problem(out: str | Path, option: str = "--out") -> str | None:
+    """Why the directory ``out`` cannot take a command's outputs (it is created when missing,
+    and a file is written and removed there), or None: checked before any work, so hours of
+    training or a replay are not lost to a mistyped or read-only path."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        return f"{option} {out}: exists and is not a directory"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"{option} {out}: cannot write there ({exc.strerror or exc})"
     return None

@@ -49,6 +49,7 @@ from train.checkpoint import Checkpoint, load_checkpoint
 from train.data import GraphSamples, read_ir_tables
 from train.fit import predict_samples
 from train.graphs import encode_graphs
+from train.layout import out_problem
 from train.metrics import validity_aware_score
 from train.ranking_view import print_ranking
 from train.tables import load_samples
@@ -316,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --data DIR, or --ir DIR (with --candidates FILE)")
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
         parser.error(f"--out {args.out}: name a .parquet or .csv file")
+    if args.out and (problem := out_problem(Path(args.out).parent, f"--out {args.out}: its directory")):
+        parser.error(problem)  # before the ranking, not after it
     errors = Console(stderr=True)
     try:
         checkpoint = load_checkpoint(args.checkpoint)

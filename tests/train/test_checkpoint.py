@@ -184,6 +184,19 @@ def test_cli_refuses_an_arch_a_dataset_would_ignore(trained, tmp_path, capsys):
     assert "--arch is for --candidates/--ir" in capsys.readouterr().err
 
 
+def test_cli_refuses_an_out_it_could_not_write_before_ranking(trained, harvested, tmp_path, capsys):
+    _, _, _, directory = trained
+    (tmp_path / "afile").write_text("not a directory")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--checkpoint", str(directory), "--data", harvested, "--out", str(tmp_path / "afile" / "r.parquet")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "its directory" in err and "exists and is not a directory" in err and "Traceback" not in err
+    # a missing directory is made, as python -m train makes its --out
+    assert main(["--checkpoint", str(directory), "--data", harvested, "--out", str(tmp_path / "new" / "r.csv")]) == 0
+    assert (tmp_path / "new" / "r.csv").is_file()
+
+
 def test_cli_ranks_a_candidates_file_against_ir_tables(trained, harvested, tmp_path):
     _, _, parts, directory = trained
     outcome = ["status", "median_ms", "p20_ms", "p80_ms", "valid", "log_latency", "norm_runtime"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from schemas import DatasetError
 from schemas.argtypes import number, positive_int
 from train.guide import EiSettings
+from train.layout import out_problem
 from train.replay.app import (
     HELD_OUT,
     REPLAY_HARVESTS,
@@ -150,6 +151,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         config = replace(
             config, out=str(default_out(Path(config.model), selection, config.partition))
         )
+    problem = out_problem(config.out)
+    if problem is not None:  # before the replay, not after it
+        parser.error(problem)
     return config
 
 

@@ -125,6 +125,8 @@ def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, t
 
 
 def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
     for argv, message in (
         (["--model", str(tmp_path)], "no checkpoint.json"),
         (["--model", str(trained), "--strategies", "random,psychic"], "unknown psychic"),
@@ -136,6 +138,8 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
         (["--model", str(trained), "--ei-lengthscale", "0"], "--ei-lengthscale"),
         (["--model", str(trained), "--strategies", "model,random,model"], "model given twice"),
         (["--model", str(trained), "--harvests", "all"], "invalid choice: 'all'"),
+        (["--model", str(trained), "--out", str(afile / "replay")], "cannot write there (Not a directory)"),
+        (["--model", str(trained), "--out", str(afile)], "exists and is not a directory"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["--data", harvested, *argv])
