@@ -369,7 +369,10 @@ def print_summary(
     dtypes = {row.dtype for row in rows}
     one_dtype = next(iter(dtypes)) if len(dtypes) == 1 else None
     more = f"; {plural(len(runs) - max_rows, 'more run')} not shown" if len(runs) > max_rows else ""
-    console.print(f"\n[bold]best config per run[/]{f' (all {one_dtype})' if one_dtype else ''}{more}")
+    # of what this invocation measured: a run it extended has earlier rows (harvests="latest")
+    console.print(
+        f"\n[bold]best config per run[/] this harvest measured{f' (all {one_dtype})' if one_dtype else ''}{more}"
+    )
     table = best_configs_table(rows, with_dtype=one_dtype is None)
     wide = print_table_or_listing(
         console, table, lambda: best_configs_listing(rows, console.width, with_dtype=one_dtype is None)
