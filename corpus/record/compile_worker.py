@@ -3,9 +3,10 @@
 A recording on the interpreter runs in a process where ``@triton.jit`` functions -- Triton's
 own standard library (``tl.sum``, ``tl.cdiv``, ...) included -- were made interpretable when
 they were defined; such a process cannot compile them for a GPU target. The worker imports
-the kernel's module afresh with the interpreter off (by file path, see
-:func:`extract.kernel_loading.import_kernel_module`; pinned off, so a module that sets
-``TRITON_INTERPRET`` itself does not turn it back on) and compiles there. The module's
+the kernel's module afresh with the interpreter off (by the dotted name the recording process
+knows it by, else by file path, see :func:`extract.kernel_loading.import_kernel_module`;
+pinned off, so a module that sets ``TRITON_INTERPRET`` itself does not turn it back on) and
+compiles there. The module's
 top-level code runs in the worker, as it would under any ``spawn`` multiprocessing: a kernel
 defined in the script being run is compiled only when that script guards its workload with
 ``if __name__ == "__main__":`` (:func:`runs_again_on_import`), else the worker would run it.
