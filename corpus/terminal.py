@@ -1,12 +1,15 @@
 """Terminal output shared by the corpus commands: listings for consoles too narrow for a
-table; the generic helpers (tables that fit the console, lines without trailing blanks) live in
+table, and a standard output that outlives its reader (:class:`PipeSafeStdout`); the generic helpers (tables that fit the console, lines without trailing blanks) live in
 :mod:`schemas.console`, shared with ``train``, and are re-exported here."""
 
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TextIO
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -16,6 +19,7 @@ from schemas.console import UNBOUNDED, fits, key_values, natural_width, print_tr
 __all__ = [
     "UNBOUNDED",
     "ListingRow",
+    "PipeSafeStdout",
     "fits",
     "grouped_listing",
     "key_values",
@@ -104,3 +108,45 @@ def grouped_listing(
         lines.append(Text((first + cells(row.cells) + tail[0]).rstrip()))
         lines.extend(Text(" " * (lead + cells_width) + part) for part in tail[1:])
     return lines
+
+
+class PipeSafeStdout:
+    """Standard output for a long command whose reader may go away (``harvest ... | head``).
+
+    The first write that finds the pipe closed points the file descriptor at ``os.devnull``;
+    that write and every later one are dropped, and the command goes on (a harvest keeps
+    measuring and committing what it was asked to). Without it, the first print after the
+    reader left raises BrokenPipeError wherever it happens, mid-harvest. Everything else
+    (``isatty``, ``encoding``, ``fileno``) is the wrapped stream's."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._detach()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._detach()
+
+    def _detach(self) -> None:
+        """Drop output from now on; the stream's unwritten buffer goes to ``os.devnull`` too,
+        so the interpreter's last flush at exit does not fail either."""
+        self.reader_gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self.stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

@@ -6,7 +6,7 @@ against the family's torch reference, and timed on one benchmark worker per GPU 
 a GPU, in Triton's CPU interpreter timed by the worker's CPU time (device 'interpreter'; those
 latencies say nothing about GPUs). A run's checked configs are timed in interleaved passes
 (--passes x --rep reps each); configs with an identical binary and launch are timed once.
-Committed runs are skipped, so rerunning the same command after a crash or Ctrl-C completes
+Committed runs are skipped, so rerunning the same command after a crash, Ctrl-C or SIGTERM completes
 the rest; the files a finished harvest wrote are merged (--no-compact to keep them).
 --shard splits the plan statically (balanced by estimated cost; 'auto' in a Slurm or
 Kubernetes job array); --ray runs it on a Ray cluster, fed to one actor per GPU dynamically.
@@ -24,7 +24,9 @@ from corpus.destination import add_force_out
 from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
 from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
+from corpus.harvest.signals import Terminated, stop_on_termination
 from corpus.suite.spec import SCALES
+from corpus.terminal import PipeSafeStdout
 from schemas import DatasetError
 from schemas.argtypes import (
     integer,
@@ -153,10 +155,12 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         command=shlex.join(["python", "-m", "corpus.harvest", *(sys.argv[1:] if argv is None else argv)]),
     )
 
+KEPT = "finished runs are committed; rerun the same command to resume"
+
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console()
+    console = Console(file=PipeSafeStdout())  # a harvest piped into `head` goes on to the end
     if args.self_test:
         try:
             settings = read_settings()
@@ -166,12 +170,16 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     config = parse(argv)
     try:
-        run_harvest(config, read_settings(), console)
+        with stop_on_termination():
+            run_harvest(config, read_settings(), console)
     except (HarvestError, SettingsError, DatasetError, KeyError, ModuleNotFoundError, ValueError) as exc:
         print_error(console, str(exc))
         return 2
+    except Terminated as stop:
+        console.print(f"[yellow]stopped by {stop.name}[/]: {KEPT}", soft_wrap=True)
+        return stop.exit_code
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: committed runs are kept; rerun the same command to resume", soft_wrap=True)
+        console.print(f"[yellow]interrupted[/]: {KEPT}", soft_wrap=True)
         return 130
     return 0
 

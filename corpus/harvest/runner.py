@@ -873,12 +873,14 @@ class Harvester:
         try:
             scheduler.run(runs)
         except BaseException:
-            self.close()
             try:
-                self.flush()  # finished runs are complete: commit them
+                self.close()
             finally:
-                self._close_stats()
-                self.release_claims()
+                try:
+                    self.flush()  # finished runs are complete: commit them, whatever stopping cost
+                finally:
+                    self._close_stats()
+                    self.release_claims()
             raise
         self.close()
         self.flush()

@@ -35,6 +35,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from corpus.harvest.scratch import process_alive
+from corpus.harvest.signals import ignore_stop_signals
 
 Handler = Callable[[Any], Any]
 
@@ -151,6 +152,7 @@ def _serve(
     niceness: int,
 ) -> None:
     die_with_parent(parent_pid)
+    ignore_stop_signals()  # the harvest stops its workers; an interrupted request would answer an error
     if niceness:
         os.nice(niceness)  # compile workers yield the cores to the benchmark workers
     os.environ.update(environment)  # before the handler imports Triton or kernel modules
@@ -205,6 +207,10 @@ class WorkerProcess:
         self.restarts = 0
         self._process: mp.process.BaseProcess | None = None
         self._connection: Connection | None = None
+        self._lock = threading.Lock()
+        """Guards taking the child away: a harvest that stops kills workers from its main thread
+        while their owners' threads may be killing them too (a closed pipe's file descriptor
+        closed twice is somebody else's file by then)."""
 
     def start(self) -> None:
         context = worker_context()
@@ -247,24 +253,27 @@ class WorkerProcess:
             if self._process is not None:
                 self.kill()  # reap the dead child, close its pipe; counts as a restart
             self.start()
-        assert self._connection is not None
+        connection = self._connection
+        if connection is None:
+            raise WorkerCrashed(f"worker {self.name} was stopped")  # by another thread, just now
         try:
-            self._connection.send(request)
+            connection.send(request)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             self.kill()  # died between the liveness check and the send: one fresh try
             self.start()
             assert self._connection is not None
-            self._connection.send(request)
-        if not self._connection.poll(timeout_s):
+            connection = self._connection
+            connection.send(request)
+        if not connection.poll(timeout_s):
             self.kill()
             raise WorkerTimeout(f"worker {self.name}: no answer within {timeout_s:g} s; killed")
         try:
-            kind, payload = self._connection.recv()
+            kind, payload = connection.recv()
         except (EOFError, ConnectionResetError) as exc:
             code = None
-            if self._process is not None:
-                self._process.join(timeout=5)  # the pipe closes a moment before the exit code is known
-                code = self._process.exitcode
+            if (process := self._process) is not None:
+                process.join(timeout=5)  # the pipe closes a moment before the exit code is known
+                code = process.exitcode
             self.kill()
             raise WorkerCrashed(f"worker {self.name} died (exit code {code})") from exc
         if kind == "error":
@@ -272,24 +281,36 @@ class WorkerProcess:
         return payload
 
     def kill(self) -> None:
-        """SIGKILL the child (if running); the next :meth:`call` starts a fresh one."""
-        if self._process is not None:
-            if self._process.is_alive():
-                self._process.kill()
-            self._process.join(timeout=10)
+        """SIGKILL the child (if running); the next :meth:`call` starts a fresh one. Safe from
+        any thread, and twice at once: one caller takes the child, the other finds none."""
+        process, connection = self._take()
+        if process is not None:
+            if process.is_alive():
+                process.kill()
+            process.join(timeout=10)
             self.restarts += 1
-        if self._connection is not None:
-            self._connection.close()
-        self._process = self._connection = None
+        if connection is not None:
+            connection.close()  # after the child died: a reader blocked on it sees the end first
 
     def close(self) -> None:
         """Ask the child to exit; kill it if it does not."""
-        if self._connection is not None and self.alive:
+        process, connection = self._take()
+        if process is not None and connection is not None and process.is_alive():
             try:
-                self._connection.send(None)
-                self._process.join(timeout=5)
-            except (BrokenPipeError, OSError):
+                connection.send(None)
+                process.join(timeout=5)
+            except OSError:  # it died meanwhile
                 pass
-        if self.alive:
-            self.kill()
-        self._process = self._connection = None
+        if process is not None and process.is_alive():
+            process.kill()
+            process.join(timeout=10)
+            self.restarts += 1
+        if connection is not None:
+            connection.close()
+
+    def _take(self) -> tuple[mp.process.BaseProcess | None, Connection | None]:
+        """The child and its pipe, no longer this worker's (None, None when it has none)."""
+        with self._lock:
+            process, connection = self._process, self._connection
+            self._process = self._connection = None
+        return process, connection

@@ -126,3 +126,26 @@ def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
     )
     assert latest.num_rows == len(keys)
     assert read_table(str(out), "measurements").num_rows == 2 * len(keys)
+
+
+def test_a_harvest_whose_reader_left_goes_on_to_the_end(tmp_path: Path):
+    """``python -m corpus.harvest ... | head -1``: the reader closes the pipe after a line; the
+    harvest measures, commits and compacts everything, and exits 0."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    harvest = subprocess.Popen(
+        harvest_command(out, *BASE_ARGS, "--families", "add_broadcast"),
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert harvest.stdout is not None and harvest.stdout.readline()
+    harvest.stdout.close()  # as `head -1` does
+    _, errors = harvest.communicate(timeout=600)
+    assert harvest.returncode == 0, errors.decode()[-3000:]
+    assert "BrokenPipeError" not in errors.decode()
+    assert read_table(str(out), "runs").num_rows == 2  # add_broadcast's two tiny runs
+    for partition in (out / "measurements").iterdir():
+        assert len(list(partition.glob("part-*.parquet"))) == 1, partition  # compacted
+    assert check_dataset(str(out)).ok

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +34,8 @@ def echo_factory(init):
             os._exit(3)
         if request == "raise":
             raise RuntimeError("boom")
+        if request == "nap":
+            time.sleep(1.0)
         return (init, request)
 
     return handle
@@ -61,6 +64,53 @@ def test_hung_request_kills_and_respawns_the_worker():
         with pytest.raises(WorkerCrashed, match="exit code 3"):
             worker.call("die", timeout_s=10)
         assert worker.call("after", timeout_s=60) == (1, "after")
+    finally:
+        worker.close()
+
+
+def test_a_worker_ignores_ctrl_c_and_termination_signals_mid_request():
+    """Ctrl-C and a scheduler's SIGTERM reach the whole process group; the worker finishes its
+    request (the harvest stops workers itself) instead of answering with an interrupt."""
+    worker = WorkerProcess("t", f"{__name__}:echo_factory", 4, {})
+    try:
+        worker.start()
+        pid = worker.pid
+        assert pid is not None
+        timers = [threading.Timer(0.3, os.kill, (pid, number)) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+        for timer in timers:
+            timer.start()
+        assert worker.call("nap", timeout_s=30) == (4, "nap")
+        for timer in timers:
+            timer.join()
+        assert worker.pid == pid and worker.restarts == 0
+    finally:
+        worker.close()
+
+
+def test_a_worker_killed_by_another_thread_mid_request_reports_a_crash():
+    """A stopping harvest kills workers from its main thread while lane threads wait on them;
+    both then kill the same worker: the waiting call ends in WorkerCrashed, never an OSError
+    from a pipe closed twice."""
+    worker = WorkerProcess("t", f"{__name__}:echo_factory", 5, {})
+    outcome: list[BaseException | object] = []
+
+    def wait_on_the_worker() -> None:
+        try:
+            outcome.append(worker.call("hang", timeout_s=60))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    try:
+        worker.start()
+        waiter = threading.Thread(target=wait_on_the_worker)
+        waiter.start()
+        time.sleep(0.5)
+        worker.kill()
+        waiter.join(timeout=30)
+        assert not waiter.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], WorkerCrashed), outcome
+        assert worker.pid is None and worker.restarts == 1
+        assert worker.call("again", timeout_s=60) == (5, "again")
     finally:
         worker.close()
 

@@ -1,0 +1,96 @@
+"""A termination signal stops a harvest the way Ctrl-C does (corpus.harvest.signals), in this
+process: the handler, and a harvest stopped by a real SIGTERM."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from corpus.harvest.signals import Terminated, stop_on_termination
+from schemas import read_table
+from schemas.check import check_dataset
+from tests.corpus.harvest.conftest import harvest_in_process
+
+
+def test_sigterm_raises_terminated_once_and_the_old_handler_comes_back():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated) as stopped, stop_on_termination():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1.0)  # the handler runs between bytecodes, well before this ends
+    assert stopped.value.name == "SIGTERM" and stopped.value.exit_code == 128 + signal.SIGTERM
+    assert isinstance(stopped.value, KeyboardInterrupt)  # takes Ctrl-C's path through the harvest
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_signal_while_stopping_is_ignored():
+    with pytest.raises(Terminated), stop_on_termination():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)
+        except Terminated:
+            os.kill(os.getpid(), signal.SIGHUP)  # committing now: must not be cut short
+            time.sleep(0.2)
+            raise
+
+
+def test_a_signal_ignored_before_stays_ignored():
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
+    try:
+        with stop_on_termination():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.2)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_harvest_stopped_by_sigterm_commits_its_finished_runs(tmp_path: Path):
+    """SIGTERM, sent once the progress shows a finished run, with nothing written yet
+    (``--flush-every`` far away): the finished runs are committed, and a rerun completes the
+    rest without measuring anything twice."""
+    out = tmp_path / "out"
+    args = ["--families", "add_broadcast,softmax,row_reduce,cumsum", "--max-configs", "2", "--dtypes", "float32",
+            "--workers", "1", "--flush-every", "1000", "--no-compact"]
+    from corpus.harvest.__main__ import parse
+    from corpus.harvest.app import run_harvest
+    from corpus.harvest.settings import read_settings
+
+    printed = io.StringIO()
+    console = Console(file=printed, force_terminal=True, width=200)
+    finished_at_kill: list[int] = []
+
+    def terminate_after_a_finished_run() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            done = [int(n) for n in re.findall(r"runs\s.*?\s(\d+)/\d+", printed.getvalue())]
+            if done and max(done) >= 1:
+                finished_at_kill.append(max(done))
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=terminate_after_a_finished_run, daemon=True)
+    config = parse(["--out", str(out), *args])
+    with pytest.raises(Terminated), stop_on_termination():
+        watcher.start()
+        run_harvest(config, read_settings(), console)
+        time.sleep(5.0)  # the harvest ended before the signal: let it land, failing below
+    watcher.join()
+    committed = read_table(str(out), "runs", columns=["run_id"]).num_rows
+    planned = len(run_harvest(parse(["--out", str(out), *args, "--dry-run"]), read_settings(),
+                              Console(file=io.StringIO())).planned)
+    assert finished_at_kill and finished_at_kill[0] <= committed < planned, (finished_at_kill, committed, planned)
+    assert check_dataset(str(out)).ok
+
+    harvest_in_process(out, *args)
+    table = read_table(str(out), "measurements", columns=["run_id", "config_id"])
+    keys = list(zip(table.column("run_id").to_pylist(), table.column("config_id").to_pylist()))
+    assert len(keys) == len(set(keys)) == 2 * planned
