@@ -17,12 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.errors import DatasetError, StorageError
-from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, repeated_keys
+from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import maintenance_lock
 from schemas.reader import (
     COMMIT_KEY,
     TableFiles,
     _read_files,
+    incomplete_runs,
     only_committed,
     stable,
     table_files,
@@ -250,18 +251,14 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
                 f"measurements: {uncommitted} row(s) of uncommitted runs (an interrupted harvest; "
                 "readers ignore them and resume redoes those runs)"
             )
-        counts = committed.group_by(list(COMMIT_KEY)).aggregate(
-            [("config_id", "count", pc.CountOptions(mode="all"))]  # a null key is a row too
-        )
-        joined = runs.select([*COMMIT_KEY, "n_configs"]).join(
-            counts, keys=list(COMMIT_KEY), join_type="left outer"
-        )
-        expected = joined.column("n_configs").fill_null(0)
-        actual = joined.column("config_id_count").fill_null(0)
-        short = int(pc.sum(pc.not_equal(expected, actual)).as_py() or 0)
-        if short:
+        short = incomplete_runs(committed, runs)
+        if short.num_rows:
+            example = short.slice(0, 1).to_pylist()[0]
             report.problems.append(
-                f"runs: {short} committed run(s) whose n_configs differs from their measurement rows"
+                f"runs: {short.num_rows} committed run(s) whose n_configs differs from their measurement "
+                f"rows, e.g. run_id={example['run_id']} (harvest {example['harvest_id']}) has "
+                f"{example['rows']} of {example['n_configs']} (a lost or foreign file; readers refuse "
+                "the measurements)"
             )
         _check_arch(committed, runs, report)
         measurements = committed
@@ -288,6 +285,65 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
                     report.problems.append(
                         f"{child}: {missing} row(s) whose ir_id is not in ir_graphs"
                     )
+        _check_graph_sizes(tables, measurements, report)
+
+
+GRAPH_SIZES = (
+    ("num_nodes", "ir_nodes", None),
+    ("num_data_edges", "ir_edges", "data"),
+    ("num_region_edges", "ir_edges", "region"),
+)
+"""(ir_graphs count column, child table, edge kind): each graph's stored count of its rows."""
+
+
+def _check_graph_sizes(tables: dict[str, pa.Table], measurements: pa.Table | None, report: CheckReport) -> None:
+    referenced = None
+    if measurements is not None:
+        referenced = pa.concat_arrays(
+            [c.combine_chunks() for c in (measurements.column("ttir_id"), measurements.column("ttgir_id"))]
+        ).drop_null()
+    report.problems.extend(
+        graph_size_problems(tables["ir_graphs"], tables.get("ir_nodes"), tables.get("ir_edges"), referenced)
+    )
+
+
+def graph_size_problems(
+    graphs: pa.Table, nodes: pa.Table | None, edges: pa.Table | None, referenced: pa.Array | None = None
+) -> list[str]:
+    """Graphs of ``graphs`` (``ir_graphs`` rows) whose nodes or edges are not the counts their
+    row stores, one line per count column. A lost ``ir_nodes`` or ``ir_edges`` file leaves
+    graphs the readers return without them, which training would take for configs without
+    IR. Copies of a row (content-keyed tables) count once; a null count is not checked.
+
+    ``referenced``: check only these ``ir_id`` values, those of measurements read before the IR
+    tables: a writer adds a graph's rows before the measurements naming it, while its
+    ``ir_graphs`` row may be listed before its nodes are (a harvest writing beside the check)."""
+    graphs = dedupe(graphs.select(["ir_id", *(c for c, _, _ in GRAPH_SIZES)]), ["ir_id"])
+    id_type = graphs.schema.field("ir_id").type  # polars hands over large strings
+    if referenced is not None:
+        graphs = graphs.filter(pc.is_in(graphs.column("ir_id"), value_set=pc.unique(referenced.cast(id_type))))
+    problems = []
+    for count, child, kind in GRAPH_SIZES:
+        rows = nodes if child == "ir_nodes" else edges
+        if rows is None:
+            continue
+        rows = dedupe(rows, list(TABLES[child].key))
+        if kind is not None:
+            rows = rows.filter(pc.equal(rows.column("kind"), kind))
+        held = rows.group_by(["ir_id"]).aggregate([([], "count_all")])
+        held = held.set_column(held.schema.get_field_index("ir_id"), "ir_id", held.column("ir_id").cast(id_type))
+        joined = graphs.filter(pc.is_valid(graphs.column(count))).join(held, keys=["ir_id"], join_type="left outer")
+        found = joined.column("count_all").fill_null(0)
+        short = joined.filter(pc.not_equal(joined.column(count), found))
+        if short.num_rows:
+            example = short.slice(0, 1).to_pylist()[0]
+            what = f"{kind} edges" if kind else "nodes"
+            problems.append(
+                f"ir_graphs: {short.num_rows} graph(s) whose {child} rows are not their {count}, e.g. "
+                f"ir_id={example['ir_id']} has {example['count_all'] or 0} of {example[count]} {what} "
+                f"(a lost or foreign {child} file)"
+            )
+    return problems
 
 
 def _check_arch(measurements: pa.Table, runs: pa.Table, report: CheckReport) -> None:

@@ -45,6 +45,11 @@ class RepeatedKeyError(DatasetError):
     """Rows that must be unique repeat their key (e.g. a measurement written twice)."""
 
 
+class IncompleteRunError(DatasetError):
+    """A committed run's measurement rows are fewer or more than its ``runs`` row's
+    ``n_configs``: rows were lost (a deleted or truncated file) or added after its commit."""
+
+
 class ConflictingCopiesError(DatasetError):
     """Rows of a content-keyed table share a key but not the content it stands for (a kernel
     source that is not the one its kernel_id hashes): which copy is right cannot be told."""

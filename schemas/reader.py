@@ -26,6 +26,7 @@ from schemas.errors import (
     CorruptFileError,
     DatasetError,
     FileVanishedError,
+    IncompleteRunError,
     ReadRequestError,
     SchemaMismatchError,
     SchemaVersionError,
@@ -333,10 +334,63 @@ def only_committed(measurements: pa.Table, runs: pa.Table) -> pa.Table:
     return measurements.filter(pc.is_in(_commit_keys(measurements), value_set=_commit_keys(runs)))
 
 
+def incomplete_runs(measurements: pa.Table, runs: pa.Table) -> pa.Table:
+    """Committed runs whose measurement rows are not ``n_configs``: ``run_id``,
+    ``harvest_id``, ``n_configs`` and ``rows`` (their committed measurement rows).
+    ``measurements`` needs the commit key columns; ``runs`` those and ``n_configs``."""
+    committed = only_committed(measurements.select(list(COMMIT_KEY)), runs)
+    counts = committed.group_by(list(COMMIT_KEY)).aggregate([([], "count_all")])
+    joined = runs.select([*COMMIT_KEY, "n_configs"]).join(counts, keys=list(COMMIT_KEY), join_type="left outer")
+    rows = joined.column("count_all").fill_null(0)
+    short = pc.not_equal(joined.column("n_configs").fill_null(0), rows)
+    return joined.set_column(joined.schema.get_field_index("count_all"), "rows", rows).filter(short)
+
+
 def committed_runs(url: str) -> pa.Table:
     """(run_id, harvest_id) of every committed run."""
     loc = resolve(url)
     return stable(lambda: _gated_read(loc, "runs", list(COMMIT_KEY), None).rows)
+
+
+@dataclass(frozen=True)
+class _Commits:
+    """The committed runs, read before the measurements: a writer adds a run's measurements
+    before its ``runs`` row, so every run listed here has its rows in a later listing."""
+
+    found: TableFiles
+    rows: pa.Table
+    """``run_id``, ``harvest_id``, ``n_configs``."""
+
+
+def _commits(loc: Location) -> _Commits:
+    gated = stable(lambda: _gated_read(loc, "runs", [*COMMIT_KEY, "n_configs"], None))
+    return _Commits(gated.found, gated.rows)
+
+
+COMPLETE_VERDICT = "measurements+runs"
+"""The verdict slot of "every committed run has its n_configs measurement rows"
+(:mod:`schemas.verdicts`), fingerprinted by both tables' files."""
+
+
+def require_complete_runs(loc: Location, found: TableFiles, commits: _Commits, rows: pa.Table | None = None) -> None:
+    """Raise :class:`IncompleteRunError` when a committed run of ``commits`` has more or fewer
+    rows in the measurement files ``found`` than its ``n_configs`` (checked once per pair of
+    file sets). ``rows``: every row of ``found`` with the commit keys, when read anyway."""
+    stats = (*found.stats, *commits.found.stats)
+    if verdicts.known(loc, COMPLETE_VERDICT, stats):
+        return
+    keys = rows if rows is not None else _read_files(loc, "measurements", found, list(COMMIT_KEY), None)
+    short = incomplete_runs(keys, commits.rows)
+    if short.num_rows:
+        example = short.slice(0, 1).to_pylist()[0]
+        raise IncompleteRunError(
+            f"measurements: {short.num_rows} committed run(s) whose rows differ from their n_configs, "
+            f"e.g. run_id={example['run_id']} (harvest {example['harvest_id']}) has {example['rows']} of "
+            f"{example['n_configs']}: rows were lost or added after the commit "
+            "(`python -m schemas check` names the problem; restore the files, or delete the run's "
+            "`runs` row and harvest it again)"
+        )
+    verdicts.remember(loc, COMPLETE_VERDICT, stats)
 
 
 def read_table(
@@ -368,9 +422,10 @@ def read_table(
     :class:`SchemaVersionError` and :class:`SchemaMismatchError` naming the file at fault,
     :class:`ReplacementError` when a file claims to replace rows it does not hold, and
     :class:`RepeatedKeyError` when ``runs`` or ``measurements`` rows repeat their key anywhere
-    in the table's files (a row written twice; ``python -m schemas check`` names the files):
-    the verdict is the table's, whatever ``columns`` and ``filters`` select, and is reached
-    once per set of files (:mod:`schemas.verdicts`). Files that a concurrent ``compact``
+    in the table's files (a row written twice; ``python -m schemas check`` names the files),
+    and for committed measurements :class:`IncompleteRunError` when a committed run's rows are
+    not its ``n_configs`` (a lost file): these verdicts are the table's, whatever ``columns``
+    and ``filters`` select, and are reached once per set of files (:mod:`schemas.verdicts`). Files that a concurrent ``compact``
     replaces while they are read are read from the merged file instead.
     """
     check_mode(harvests, table, committed_only)
@@ -389,10 +444,13 @@ def read_table(
     if choose_first and expression is not None:
         needed = None  # the filter may name any column
     read_filter = None if choose_first else expression
+    commits = _commits(loc) if table == "measurements" and committed_only else None
     gated = stable(lambda: _gated_read(loc, table, needed, read_filter))
     result = gated.rows
-    if table == "measurements" and committed_only:
-        result = only_committed(result, committed_runs(url))
+    if commits is not None:
+        whole = needed is None and read_filter is None  # the rows read are every row
+        require_complete_runs(loc, gated.found, commits, gated.rows if whole else None)
+        result = only_committed(result, commits.rows)
     if table in CONTENT_KEYED and not gated.unique:
         result = dedupe(result, table_spec(table).key)
     if choose_first:
@@ -436,6 +494,7 @@ def scan_table(
     check_mode(harvests, table, committed_only)
     table_spec(table)
     loc = resolve(url)
+    commits = _commits(loc) if table == "measurements" and committed_only else None  # runs first
     found = stable(lambda: table_files(loc, table))
     is_local = not ("://" in url and not url.startswith("file://"))
     lazy = is_local and found.current and not found.older and found.uniform
@@ -443,7 +502,7 @@ def scan_table(
         gated = read_table(url, table, committed_only=committed_only, harvests=harvests)
         return pl.from_arrow(gated).lazy()
     listings = iter([found])  # the first attempt reuses this listing; a retry lists again
-    return stable(lambda: _lazy_frame(loc, url, table, committed_only, first=next(listings, None)))
+    return stable(lambda: _lazy_frame(loc, url, table, commits, first=next(listings, None)))
 
 
 PIN_LIMIT = 256
@@ -466,22 +525,26 @@ def _pinned(paths: list[str]) -> list[Any]:
     return handles
 
 
-def _lazy_frame(loc: Location, url: str, table: str, committed_only: bool, *, first: TableFiles | None) -> pl.LazyFrame:
-    """polars' own lazy scan of the table's live files (one :func:`stable` attempt)."""
+def _lazy_frame(
+    loc: Location, url: str, table: str, commits: _Commits | None, *, first: TableFiles | None
+) -> pl.LazyFrame:
+    """polars' own lazy scan of the table's live files (one :func:`stable` attempt);
+    ``commits``: the committed runs its rows are limited to (None: every row)."""
     import polars as pl
 
     found = first if first is not None else table_files(loc, table)
     if found.older or not found.uniform:  # files replaced since the choice: conform them
-        return pl.from_arrow(read_table(url, table, committed_only=committed_only)).lazy()
+        return pl.from_arrow(read_table(url, table, committed_only=commits is not None)).lazy()
     frame = pl.scan_parquet(_pinned(found.current), hive_partitioning=False)
-    if table == "measurements" and committed_only:
-        runs = pl.from_arrow(committed_runs(url)).lazy()
+    if commits is not None:
+        runs = pl.from_arrow(commits.rows.select(list(COMMIT_KEY))).lazy()
         frame = frame.join(runs, on=list(COMMIT_KEY), how="semi")
     if table in CONTENT_KEYED and not keys_unique(loc, table, found):
         frame = frame.unique(subset=list(table_spec(table).key), keep="first", maintain_order=True)
-    if table in UNIQUE_KEYED and not verdicts.known(loc, table, found.stats):
+    complete = commits is None or verdicts.known(loc, COMPLETE_VERDICT, (*found.stats, *commits.found.stats))
+    if table in UNIQUE_KEYED and not (verdicts.known(loc, table, found.stats) and complete):
         frame = frame.map_batches(
-            _KeyCheck(loc, table, found),
+            _KeyCheck(loc, table, found, commits),
             predicate_pushdown=True,
             projection_pushdown=True,
             slice_pushdown=True,
@@ -492,10 +555,11 @@ def _lazy_frame(loc: Location, url: str, table: str, committed_only: bool, *, fi
 
 class _KeyCheck:
     """Passes batches through unchanged; before the first, checks the table's keys (the
-    verdict of :func:`keys_unique`), so :func:`scan_table` costs nothing until collected."""
+    verdict of :func:`keys_unique`) and, given ``commits``, that every committed run is whole
+    (:func:`require_complete_runs`), so :func:`scan_table` costs nothing until collected."""
 
-    def __init__(self, loc: Location, table: str, found: TableFiles) -> None:
-        self.loc, self.table, self.found = loc, table, found
+    def __init__(self, loc: Location, table: str, found: TableFiles, commits: _Commits | None = None) -> None:
+        self.loc, self.table, self.found, self.commits = loc, table, found, commits
         self.done = False
         self.lock = threading.Lock()  # polars may run batches of one frame in parallel
 
@@ -503,10 +567,11 @@ class _KeyCheck:
         with self.lock:
             if not self.done:
                 listings = iter([self.found])  # files replaced since: the merged ones hold the rows
-                stable(
-                    lambda: keys_unique(
-                        self.loc, self.table, next(listings, None) or table_files(self.loc, self.table)
-                    )
-                )
+                stable(lambda: self._check(next(listings, None) or table_files(self.loc, self.table)))
                 self.done = True
         return batch
+
+    def _check(self, found: TableFiles) -> None:
+        keys_unique(self.loc, self.table, found)
+        if self.commits is not None:
+            require_complete_runs(self.loc, found, self.commits)

@@ -35,8 +35,9 @@ from safetensors.numpy import load_file, save_file
 from torch_geometric.data import Data
 
 from schemas import DatasetError, read_table
+from schemas.check import GRAPH_SIZES, graph_size_problems
 from schemas.storage import list_parquet, resolve
-from schemas.tables import IR_EDGES, IR_NODES
+from schemas.tables import IR_EDGES, IR_GRAPHS, IR_NODES
 from train.features import run_relative
 from train.graphs import (
     CATEGORICAL,
@@ -125,6 +126,31 @@ def read_ir_tables(data: str, level: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     return _frame(nodes), _frame(edges)
 
 
+def require_whole_graphs(data: str, level: str, samples: pl.DataFrame, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
+    """Refuse (DatasetError) samples whose ``level`` graph is missing or lacks nodes or edges
+    its ``ir_graphs`` row counts: a lost IR file would otherwise make their configs look like
+    configs without IR (no graph), and training would go on without a word."""
+    referenced = samples["ir_id"].drop_nulls().unique()
+    if referenced.is_empty():
+        return
+    loc = resolve(data)
+    if loc.fs.get_file_info(loc.table_dir("ir_graphs")).type == pafs.FileType.Directory:
+        columns = ["ir_id", *(count for count, _, _ in GRAPH_SIZES)]
+        graphs = read_table(data, "ir_graphs", columns=columns, filters=[("level", "=", level)])
+    else:
+        graphs = IR_GRAPHS.empty_table().select(["ir_id", *(count for count, _, _ in GRAPH_SIZES)])
+    known = set(graphs.column("ir_id").to_pylist())
+    problems = graph_size_problems(graphs, nodes.to_arrow(), edges.to_arrow(), referenced.to_arrow())
+    absent = [ir_id for ir_id in referenced.to_list() if ir_id not in known]
+    if absent:
+        problems.insert(0, f"{len(absent)} {level} graph(s) that measurements name are not in ir_graphs, e.g. ir_id={absent[0]}")
+    if problems:
+        raise DatasetError(
+            f"{data}: the {level} IR is incomplete: {'; '.join(problems)}. `python -m schemas check {data}` "
+            "names the problems; restore the files, or train with --level on an intact level"
+        )
+
+
 def _frame(table: pa.Table) -> pl.DataFrame:
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
@@ -152,6 +178,7 @@ def load_dataset(
         )
     samples = load_samples(data, level=level, harvests=harvests)
     nodes, edges = read_ir_tables(data, level)
+    require_whole_graphs(data, level, samples, nodes, edges)
     graphs = encode_graphs(nodes, edges)
     if use_cache:
         _write_entry(entry, samples, graphs)

@@ -97,3 +97,18 @@ def test_a_null_timing_sample_is_a_problem(dataset):
     writer.write("measurements", rows["measurements"])
     writer.commit_run(rows["runs"])
     assert "1 null value(s) inside samples_ms" in "\n".join(check_dataset(dataset).problems)
+
+
+def test_a_graph_whose_nodes_were_lost_is_a_problem(dataset):
+    """An ``ir_nodes`` file deleted: the graph's ``ir_graphs`` row still counts its nodes."""
+    victim = sorted(Path(dataset, "ir_nodes").rglob("*.parquet"))[0]
+    victim.unlink()
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert "1 graph(s) whose ir_nodes rows are not their num_nodes" in problems
+    assert "has 0 of 2 nodes" in problems
+
+
+def test_copies_of_a_graph_do_not_count_twice(dataset):
+    DatasetWriter(dataset).write("ir_nodes", sample_rows(0)["ir_nodes"])  # a second writer's copy
+    report = check_dataset(dataset)
+    assert report.ok, report.problems

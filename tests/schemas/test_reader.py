@@ -11,6 +11,7 @@ from schemas import (
     CorruptFileError,
     DatasetError,
     DatasetWriter,
+    IncompleteRunError,
     ReadRequestError,
     RepeatedKeyError,
     SchemaVersionError,
@@ -126,6 +127,40 @@ def test_older_version_goes_through_registered_migration(dataset, monkeypatch):
     assert row["family"] == "legacy"
     assert row["schema_version"] == SCHEMA_VERSION
     assert scan_table(dataset, "kernels").collect().filter(family="legacy").height == 1
+
+
+def _measurement_files_of(dataset: str, run_id: str) -> list[Path]:
+    files = sorted(Path(dataset, "measurements").rglob("*.parquet"))
+    return [f for f in files if run_id in pq.read_table(f, columns=["run_id"]).column("run_id").to_pylist()]
+
+
+def test_a_committed_run_that_lost_its_rows_is_refused_by_readers_and_check(dataset):
+    """A measurement file deleted after its run committed: readers used to return the other
+    runs' rows as if the dataset were whole (check said n_configs differs)."""
+    read_table(dataset, "measurements")  # a verdict on the whole dataset, remembered
+    (victim,) = _measurement_files_of(dataset, "run0000000000001")
+    victim.unlink()
+    with pytest.raises(IncompleteRunError, match=r"run_id=run0000000000001 \(harvest h0\) has 0 of 3"):
+        read_table(dataset, "measurements", columns=["median_ms"], filters=[("status", "=", "ok")])
+    with pytest.raises(IncompleteRunError):
+        scan_table(dataset, "measurements").collect()
+    assert read_table(dataset, "measurements", committed_only=False).num_rows == 6  # the raw rows
+    problems = check_dataset(dataset).problems
+    assert any("run_id=run0000000000001 (harvest h0) has 0 of 3" in p for p in problems), problems
+
+
+def test_a_run_that_lost_one_of_its_two_files_is_refused(dataset):
+    """A run whose rows span two files (two flushes) loses one of them."""
+    writer = DatasetWriter(dataset)
+    rows = sample_rows(5)
+    writer.write("measurements", rows["measurements"][:2])
+    writer.write("measurements", rows["measurements"][2:])
+    writer.commit_run(rows["runs"])
+    assert read_table(dataset, "measurements").num_rows == 12
+    assert scan_table(dataset, "measurements").collect().height == 12
+    _measurement_files_of(dataset, "run0000000000005")[-1].unlink()  # one of its two files
+    with pytest.raises(IncompleteRunError, match="has 2 of 3"):
+        read_table(dataset, "measurements")
 
 
 # -- the key check runs once per set of files -------------------------------------------------

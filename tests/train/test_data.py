@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from schemas import read_table
+from schemas import DatasetError, read_table
 from train import data as data_module
 from train.data import GraphSamples, cache_key, load_dataset
 from train.graphs import GraphFeaturizer
@@ -112,6 +112,19 @@ def test_new_file_is_not_served_stale(harvested, tmp_path, cache_dir):
     again = load_dataset(str(copy), cache_dir=cache_dir)
     assert not again.from_cache and again.key != first.key
     assert again.samples.height < first.samples.height
+
+
+@pytest.mark.parametrize("table", ["ir_nodes", "ir_edges"])
+def test_a_dataset_that_lost_ir_files_is_refused(harvested, tmp_path, cache_dir, table):
+    """Its graphs would be missing or edgeless, and configs without a graph look like configs
+    without IR: training used to go on (``loaded N samples, 0 graphs``)."""
+    copy = tmp_path / "copy"
+    shutil.copytree(harvested, copy)
+    for victim in Path(copy, table, "level=ttgir").glob("*.parquet"):
+        victim.unlink()
+    with pytest.raises(DatasetError, match=f"the ttgir IR is incomplete: ir_graphs: .* whose {table} rows"):
+        load_dataset(str(copy), cache_dir=cache_dir)
+    load_dataset(str(copy), level="ttir", cache_dir=cache_dir)  # the other level is whole
 
 
 def test_missing_dataset_is_refused(tmp_path, cache_dir):
