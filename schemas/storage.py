@@ -81,31 +81,62 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
     files = []
     for item in loc.fs.get_file_info(selector):
         rel = posixpath.relpath(item.path, table_dir)
-        if (
-            item.type == pafs.FileType.File
-            and item.path.endswith(".parquet")
-            and not is_hidden(rel)
-        ):
-            mtime = item.mtime_ns if item.mtime_ns is not None else 0
-            files.append(FileStat(item.path, int(item.size or 0), int(mtime)))
+        if not item.path.endswith(".parquet") or is_hidden(rel) or item.type == pafs.FileType.Directory:
+            continue
+        if item.type != pafs.FileType.File:
+            raise CorruptFileError(item.path, UNREADABLE_ENTRY)
+        mtime = item.mtime_ns if item.mtime_ns is not None else 0
+        files.append(FileStat(item.path, int(item.size or 0), int(mtime)))
+    broken = [path for path in broken_links(loc, table_dir) if path.endswith(".parquet")]
+    if broken:
+        raise CorruptFileError(broken[0], UNREADABLE_ENTRY)
     return sorted(files, key=lambda f: f.path)
+
+
+def broken_links(loc: Location, directory: str) -> list[str]:
+    """Visible symbolic links under ``directory`` whose target is gone (local datasets; other
+    storage has no links). pyarrow's listing leaves them out without a word."""
+    if not isinstance(loc.fs, pafs.LocalFileSystem):
+        return []
+    found = []
+    pending = [directory]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except FileNotFoundError:  # removed meanwhile (a partition emptied by compaction)
+            continue
+        for entry in entries:
+            if is_hidden(posixpath.relpath(entry.path, directory)):
+                continue
+            if entry.is_symlink():
+                if not os.path.exists(entry.path):
+                    found.append(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+    return sorted(found)
+
+
+UNREADABLE_ENTRY = "not a file: a symbolic link whose target is gone, or a special file"
+"""Why a visible entry of a table that is neither a file nor a directory is refused: the
+listing would skip it, hiding the rows it stood for."""
 
 
 def list_strays(loc: Location, table: str) -> list[str]:
     """Visible files of a table's directory that are not Parquet files (a ``.bak`` copy, a
-    note): kernel-corpus never reads them, but a plain reader of the directory
+    note, a broken link): kernel-corpus never reads them, but a plain reader of the directory
     (``pyarrow.dataset``) would, so they are reported by ``check``. Sorted paths; empty when
     the table is absent."""
     table_dir = loc.table_dir(table)
     if loc.fs.get_file_info(table_dir).type != pafs.FileType.Directory:
         return []
-    return sorted(
+    listed = (
         item.path
         for item in loc.fs.get_file_info(pafs.FileSelector(table_dir, recursive=True))
-        if item.type == pafs.FileType.File
+        if item.type != pafs.FileType.Directory
         and not item.path.endswith(".parquet")
         and not is_hidden(posixpath.relpath(item.path, table_dir))
     )
+    return sorted({*listed, *(p for p in broken_links(loc, table_dir) if not p.endswith(".parquet"))})
 
 
 def list_parquet(loc: Location, table: str) -> list[str]:

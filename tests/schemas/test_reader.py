@@ -217,3 +217,22 @@ def test_check_never_relies_on_a_remembered_verdict(dataset, counted_checks):
     twin = victim.with_name("part-copy.parquet")
     twin.write_bytes(victim.read_bytes())
     assert any("runs: 1 row(s) repeat a key" in p for p in check_dataset(dataset).problems)
+
+
+def test_a_data_file_that_became_a_broken_link_is_refused_not_skipped(dataset, tmp_path):
+    """A table entry linked to a file that was moved away: the listing used to skip it as no
+    file at all, hiding its rows (check said OK)."""
+    victim = sorted(Path(dataset, "runs", "arch=sm_90").glob("*.parquet"))[0]
+    victim.unlink()
+    victim.symlink_to(tmp_path / "moved-away.parquet")
+    with pytest.raises(CorruptFileError, match="symbolic link whose target is gone"):
+        read_table(dataset, "runs")
+    with pytest.raises(CorruptFileError):
+        scan_table(dataset, "measurements").collect()
+    problems = check_dataset(dataset).problems
+    assert any(victim.name in p and "not a file" in p for p in problems), problems
+
+
+def test_a_broken_link_beside_the_data_is_a_stray(dataset, tmp_path):
+    (Path(dataset, "runs") / "notes.txt").symlink_to(tmp_path / "gone.txt")
+    assert any("notes.txt" in p for p in check_dataset(dataset).problems)
