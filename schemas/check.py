@@ -216,14 +216,31 @@ def _check_keys(
                     "(readers and `compact` refuse the table: delete the copy that is wrong)"
                 )
                 continue
-            report.warnings.append(
-                message + " — identical content written twice; readers dedupe, `compact` removes"
-            )
+            report.warnings.append(message + _copies_verdict(table, key))
             continue
         report.problems.append(
             f"{message}; {_example(loc, found[name], key, repeats)} (rows written twice; readers "
             "refuse the table)"
         )
+
+
+def _copies_verdict(table: pa.Table, key: tuple[str, ...]) -> str:
+    """The end of the warning on copies of content-keyed rows that agree on the fixed columns:
+    whether they are the same row in every other (flat) column too."""
+    others = [
+        f.name
+        for f in table.schema
+        if f.name not in key and f.name != "schema_version" and not pa.types.is_nested(f.type)
+    ]
+    differing = conflicting_copies(table, key, others)
+    if not differing.extra:
+        return " — identical content written twice; readers dedupe, `compact` removes"
+    example = ", ".join(f"{k}={v}" for k, v in (differing.example or {}).items())
+    return (
+        f" — {differing.extra} copy(ies) differ from the first in other columns, e.g. {example} "
+        "(another extractor version, or damage); readers and `compact` keep the copy in the "
+        "file whose name sorts first"
+    )
 
 
 def _example(loc: Location, found: TableFiles, key: tuple[str, ...], repeats: RepeatedKeys) -> str:

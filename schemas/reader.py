@@ -47,6 +47,7 @@ from schemas.keys import (
 from schemas.migrations import oldest_readable, upgrade
 from schemas.replacement import settle_claims
 from schemas.storage import (
+    PARQUET,
     FileStat,
     Footer,
     Location,
@@ -235,7 +236,7 @@ def _read_files(loc: Location, table: str, found: TableFiles, columns: list[str]
     pieces = []
     if found.current:
         try:
-            dataset = ds.dataset(found.current, schema=schema, format="parquet", filesystem=loc.fs)
+            dataset = ds.dataset(found.current, schema=schema, format=PARQUET, filesystem=loc.fs)
             pieces.append(dataset.to_table(columns=columns, filter=expression))
         except (OSError, pa.ArrowException) as exc:
             gone = next((p for p in found.current if vanished(loc, p)), None)

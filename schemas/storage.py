@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -236,11 +237,20 @@ def footer_version(path: str, metadata: pq.FileMetaData) -> int:
     return parse_footer(path, metadata).version
 
 
+PARQUET = ds.ParquetFileFormat(
+    default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+)
+"""How the readers read Parquet: verifying each page's CRC where the file has them (every file
+:func:`write_atomic` writes; older files have none), so storage damage inside a page is a
+:class:`CorruptFileError`, not silently different values."""
+
+
 def read_file(loc: Location, path: str, columns: list[str] | None = None) -> pa.Table:
-    """Read one Parquet file whole; CorruptFileError naming the file when it fails."""
+    """Read one Parquet file whole (page checksums verified); CorruptFileError naming the file
+    when it fails."""
     try:
         with loc.fs.open_input_file(path) as handle:
-            return pq.read_table(handle, columns=columns)
+            return pq.read_table(handle, columns=columns, page_checksum_verification=True)
     except (OSError, pa.ArrowException) as exc:
         if vanished(loc, path):
             raise FileVanishedError(path) from exc
@@ -272,7 +282,12 @@ def write_atomic(
     temporary = posixpath.join(directory, f".tmp-{uuid.uuid4().hex}-{name}")
     try:
         pq.write_table(
-            table, temporary, filesystem=loc.fs, compression=compression, **_encodings(table.schema)
+            table,
+            temporary,
+            filesystem=loc.fs,
+            compression=compression,
+            write_page_checksum=True,  # a flipped bit in a page is an error, not a label
+            **_encodings(table.schema),
         )
         loc.fs.move(temporary, final)
     except BaseException:

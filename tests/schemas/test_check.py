@@ -112,3 +112,14 @@ def test_copies_of_a_graph_do_not_count_twice(dataset):
     DatasetWriter(dataset).write("ir_nodes", sample_rows(0)["ir_nodes"])  # a second writer's copy
     report = check_dataset(dataset)
     assert report.ok, report.problems
+
+
+def test_copies_of_ir_rows_that_differ_are_not_called_identical(dataset):
+    writer = DatasetWriter(dataset)
+    writer.write("ir_nodes", sample_rows(0)["ir_nodes"])
+    assert any("identical content written twice" in w for w in check_dataset(dataset).warnings)
+    other = [{**row, "op_name": "tt.store"} for row in sample_rows(1)["ir_nodes"]]
+    writer.write("ir_nodes", other)
+    warnings = [w for w in check_dataset(dataset).warnings if w.startswith("ir_nodes")]
+    assert len(warnings) == 1 and "differ from the first in other columns" in warnings[0], warnings
+    assert "identical" not in warnings[0]

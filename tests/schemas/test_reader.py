@@ -236,3 +236,29 @@ def test_a_data_file_that_became_a_broken_link_is_refused_not_skipped(dataset, t
 def test_a_broken_link_beside_the_data_is_a_stray(dataset, tmp_path):
     (Path(dataset, "runs") / "notes.txt").symlink_to(tmp_path / "gone.txt")
     assert any("notes.txt" in p for p in check_dataset(dataset).problems)
+
+
+def test_a_flipped_bit_inside_a_page_is_refused_not_read(dataset):
+    """Storage damage that still decompresses (found for some bit of the ``median_ms`` page's
+    data): a reader without page checksums returns other latencies without a word."""
+    victim = sorted(Path(dataset, "measurements").rglob("*.parquet"))[0]
+    original = victim.read_bytes()
+    group = pq.ParquetFile(victim).metadata.row_group(0)
+    (chunk,) = [group.column(i) for i in range(group.num_columns) if group.column(i).path_in_schema == "median_ms"]
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    # from the chunk's end: the page's data, which its checksum covers (its header is not)
+    for offset in reversed(range(start, start + chunk.total_compressed_size)):
+        damaged = bytearray(original)
+        damaged[offset] ^= 0x10
+        victim.write_bytes(bytes(damaged))
+        try:
+            unchecked = pq.read_table(victim, columns=["median_ms"]).column("median_ms").to_pylist()
+        except (OSError, pa.ArrowException):
+            continue  # the decompressor noticed this one anyway
+        if unchecked != pq.read_table(pa.BufferReader(original), columns=["median_ms"]).column("median_ms").to_pylist():
+            break
+    else:
+        pytest.fail("no flip went through unnoticed without checksums: nothing to test here")
+    with pytest.raises(CorruptFileError, match=victim.name):
+        read_table(dataset, "measurements", columns=["median_ms"], committed_only=False)
+    assert any(victim.name in p for p in check_dataset(dataset).problems)
