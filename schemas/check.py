@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.card import read_card
 from schemas.errors import DatasetError, StorageError
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import maintenance_lock
@@ -89,6 +90,7 @@ def check_dataset(
         _fix(loc, report, temporary_age_s, on_wait)
     _check_temporaries(loc, report, temporary_age_s)
     _check_strays(loc, report)
+    carded = _card_rows(url, report)  # before the tables: a harvest finishing meanwhile only adds rows
     tables: dict[str, pa.Table] = {}
     found_by_table: dict[str, TableFiles] = {}
     for name in READ_ORDER:
@@ -99,10 +101,44 @@ def check_dataset(
         report.rows[name] = table.num_rows
     _check_keys(loc, tables, found_by_table, report)
     _check_joins(tables, report)
+    _check_card_rows(carded, tables, report)
     _summarize(tables, report)
     # machine paths and host names are warnings: a private dataset may keep them
     report.warnings.extend(publication_warnings(loc, tables))
     return report
+
+
+CARD_CHECKED = ("runs", "measurements")
+"""Tables whose committed rows never decrease, so a card counting more of them than the data
+holds means rows were lost since the card was written."""
+
+
+def _card_rows(url: str, report: CheckReport) -> dict[str, int]:
+    """What the dataset card (``card.json``) counts of :data:`CARD_CHECKED`; empty without one."""
+    try:
+        card = read_card(url)
+    except DatasetError as exc:
+        report.warnings.append(f"the dataset card is unreadable, so its row counts go unchecked: {exc}")
+        return {}
+    return {} if card is None else {name: card.rows[name] for name in CARD_CHECKED if name in card.rows}
+
+
+def _check_card_rows(carded: dict[str, int], tables: dict[str, pa.Table], report: CheckReport) -> None:
+    """Committed rows fewer than the card counted: whole files lost (every ``runs`` file
+    deleted leaves measurements that look merely uncommitted, and nothing else to notice)."""
+    runs = tables.get("runs")
+    held: dict[str, int] = {}
+    if runs is not None:
+        held["runs"] = runs.num_rows
+        if "measurements" in tables:
+            held["measurements"] = only_committed(tables["measurements"], runs).num_rows
+    for name, counted in carded.items():
+        if name in held and held[name] < counted:
+            report.problems.append(
+                f"{name}: {held[name]:,} committed row(s), but the dataset card counted {counted:,}: "
+                "committed rows were lost since the card was written (if they were removed on "
+                "purpose, `python -m schemas card DIR` refreshes the card)"
+            )
 
 
 def _read_table(

@@ -450,7 +450,13 @@ def read_table(
     result = gated.rows
     if commits is not None:
         whole = needed is None and read_filter is None  # the rows read are every row
-        require_complete_runs(loc, gated.found, commits, gated.rows if whole else None)
+        first = iter([(gated.found, gated.rows if whole else None)])  # a retry lists again
+
+        def complete() -> None:
+            found, rows = next(first, None) or (table_files(loc, table), None)
+            require_complete_runs(loc, found, commits, rows)
+
+        stable(complete)
         result = only_committed(result, commits.rows)
     if table in CONTENT_KEYED and not gated.unique:
         result = dedupe(result, table_spec(table).key)

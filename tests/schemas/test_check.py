@@ -123,3 +123,17 @@ def test_copies_of_ir_rows_that_differ_are_not_called_identical(dataset):
     warnings = [w for w in check_dataset(dataset).warnings if w.startswith("ir_nodes")]
     assert len(warnings) == 1 and "differ from the first in other columns" in warnings[0], warnings
     assert "identical" not in warnings[0]
+
+
+def test_committed_rows_fewer_than_the_card_counted_are_a_problem(dataset):
+    """Every runs file deleted: the measurements look merely uncommitted (a warning); the card
+    written when the dataset was whole tells the loss apart."""
+    from schemas.card import write_card
+
+    write_card(dataset)
+    assert check_dataset(dataset).ok
+    for victim in Path(dataset, "runs").rglob("*.parquet"):
+        victim.unlink()
+    problems = check_dataset(dataset).problems
+    assert any("runs: 0 committed row(s), but the dataset card counted 3" in p for p in problems), problems
+    assert any("measurements: 0 committed row(s), but the dataset card counted 9" in p for p in problems)
