@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -73,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         required=True,
-        help="output directory (checkpoint, metrics, report); probed for writing first",
+        help="output directory (checkpoint, metrics, report): built beside it and swapped in "
+        "when finished, so an interrupted run leaves it as it was; refused when it holds files "
+        "python -m train does not write",
     )
     parser.add_argument(
         "--epochs",
@@ -251,10 +255,47 @@ def _init_distributed(config: ExperimentConfig) -> ExperimentConfig:
     return config
 
 
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as a shell reports a command it interrupted."""
+
+
+def _directory_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it does not exist: the finished run swaps in a
+    new directory, so a changed identity says ``--out`` is this run's."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def kept_after_interrupt(out: str, before: tuple[int, int] | None) -> str:
+    """What an interrupted run leaves in ``out`` (whose identity at the start was
+    ``before``), for the one line Ctrl-C prints."""
+    now = _directory_identity(out)
+    if now is None:
+        return f"nothing; no --out {out} was written"
+    if now == before:
+        return f"--out {out} as it was before this run (nothing of this run)"
+    return f"this run's finished output in {out} (its report was not printed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the experiment with a progress bar; print the report table. Returns the exit code
-    (2 with a one-line message for a bad option or a dataset that cannot be trained on)."""
+    (2 with a one-line message for a bad option or a dataset that cannot be trained on; 130
+    after Ctrl-C, with one line saying what ``--out`` holds instead of a traceback)."""
     config = parse_args(argv)
+    before = _directory_identity(config.out)
+    try:
+        return _run(config)
+    except KeyboardInterrupt:
+        if distributed_world()[0] == 0:
+            sys.stderr.write(f"interrupted: {kept_after_interrupt(config.out, before)}\n")
+        return INTERRUPTED
+
+
+def _run(config: ExperimentConfig) -> int:
+    """:func:`main` after parsing: the run, its progress and its report."""
     try:
         check_config(config)
         config = _init_distributed(config)

@@ -9,7 +9,9 @@ the training, validation and test runs (:func:`train.metrics.evaluate`; train be
 shows overfitting). With ``final`` it then trains one model on every run of the dataset
 (:func:`train_final`), the one to ship.
 
-Outputs in ``out`` (probed for writing before any work; layout: :mod:`train.layout`):
+Outputs in ``out`` (checked before any work; layout: :mod:`train.layout`), built in a hidden
+sibling directory and swapped in whole at the end (:mod:`train.staging`), so an interrupted or
+failed run leaves ``out`` as it was:
 ``splits.parquet`` (kind, seed, run_id, split), ``checkpoints/<model>/<kind>/seed-<N>/`` (every
 evaluation model, for :mod:`train.replay`), ``checkpoint/`` (the final model with ``final``;
 otherwise the first split kind's seed-0 model of the first neural model) and what
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -46,11 +47,12 @@ from train.data import GraphSamples, LoadedDataset, load_dataset
 from train.features import TabularFeatures
 from train.fit import TrainConfig, predict_samples, train_model
 from train.graphs import FeaturizedGraphs, GraphFeaturizer
-from train.layout import CHECKPOINTS, SHIPPED, SPLITS_FILE, out_problem, seed_checkpoint_dir
+from train.layout import SHIPPED, SPLITS_FILE, seed_checkpoint_dir
 from train.losses import RANKING_LOSSES
 from train.model import ModelConfig
 from train.report import ModelResult, write_report
 from train.splits import SPLIT_KINDS, assign_splits, split_frame
+from train.staging import out_refusal, recover_stale, staged_out
 from train.tables import collapse_identical, ranked_runs
 
 NEURAL_MODES: dict[str, str] = {"gnn": "config", "gnn-plain": "plain", "mlp": "none"}
@@ -205,9 +207,12 @@ def _device_usable(device: str) -> bool:
 
 
 def probe_out(out: str) -> None:
-    """Create ``out`` and check a file can be written there, before hours of training are
-    lost to a read-only or mistyped output directory (:class:`UsageError` otherwise)."""
-    problem = out_problem(out)
+    """Check the run can build ``out`` beside it and swap it in at the end (after cleaning up
+    what killed runs into it left, :func:`train.staging.recover_stale`), before hours of
+    training are lost to a read-only or mistyped output directory, or one holding files the
+    swap would delete (:class:`UsageError` otherwise). ``out`` itself is not created."""
+    recover_stale(out)
+    problem = out_refusal(out)
     if problem is not None:
         raise UsageError(problem)
 
@@ -467,10 +472,23 @@ def run_experiment(
     ("notice", {"text"}) and ("final", ...) for progress displays. ``prepared``: the result
     of :func:`prepare_experiment` when the caller already ran it. Raises :class:`UsageError`
     for bad options or a dataset that cannot be trained on (before any training),
-    :class:`schemas.DatasetError` for an unreadable dataset.
+    :class:`schemas.DatasetError` for an unreadable dataset. Whatever it raises (Ctrl-C
+    included), ``config.out`` is left as it was: the outputs are swapped in only once all are
+    written (:func:`train.staging.staged_out`).
     """
     ready = prepared or prepare_experiment(config)
     emit = on_event or (lambda kind, info: None)
+    with staged_out(config.out, writer=_is_main()) as out:
+        return _run_into(out, config, ready, emit)
+
+
+def _run_into(
+    out: Path,
+    config: ExperimentConfig,
+    ready: Prepared,
+    emit: Callable[[str, dict[str, Any]], None],
+) -> list[ModelResult]:
+    """:func:`run_experiment`'s work, its files written to ``out`` (a fresh directory)."""
     loaded, rankable, op_sets, clusters, plans, threads = (
         ready.loaded, ready.rankable, ready.op_sets, ready.clusters, ready.plans, ready.threads
     )  # fmt: skip
@@ -484,7 +502,6 @@ def run_experiment(
             "from_cache": loaded.from_cache,
         },
     )
-    out = Path(config.out)
     results: list[ModelResult] = []
     similarity: dict[str, list[float | None]] = {}
     best_epochs: dict[str, list[int]] = {}
@@ -492,10 +509,6 @@ def run_experiment(
     first_checkpoint: Checkpoint | None = None
     notices: set[str] = set()
     if _is_main():
-        # Models of an earlier command in this --out would pass for this one's seeds; the
-        # splits go first, so the models saved as they are trained always have theirs.
-        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
-        shutil.rmtree(out / SHIPPED, ignore_errors=True)  # a baselines-only run ships none
         write_splits(out / SPLITS_FILE, plans)
     for kind in config.split_kinds:
         for seed in range(config.seeds):

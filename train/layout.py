@@ -9,6 +9,11 @@
                                              (gnn, gnn-plain, mlp) trained on seed N's split
                                              of kind <kind> (family, cluster, ...)
     OUT/splits.parquet                       kind, seed, run_id, split of every evaluation split
+    OUT/metrics.json, OUT/report.md, *.png   the numbers, the report and its plots
+    OUT/replay/                              what ``python -m train.replay --model OUT`` writes
+
+``python -m train`` builds all of it in a hidden sibling of ``OUT`` and renames it into place
+when everything is written (:mod:`train.staging`): an ``OUT`` that exists is one finished run.
 
 Every evaluation model is kept so that a replay (:mod:`train.replay`) or a paired comparison
 can judge each seed's model on the runs its own split held out. ``checkpoint.json``'s
@@ -23,11 +28,19 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from train.plots import PLOT_FILES
+
 SHIPPED = "checkpoint"
 CHECKPOINTS = "checkpoints"
 SPLITS_FILE = "splits.parquet"
 META = "checkpoint.json"
 _SEED = "seed-"
+REPLAYS = "replay"
+OUTPUT_NAMES = frozenset(
+    {SHIPPED, CHECKPOINTS, SPLITS_FILE, "metrics.json", "report.md", *PLOT_FILES, REPLAYS}
+)
+"""What ``python -m train`` (and a replay's default ``--out``) put in ``OUT``: a rerun replaces
+a directory holding only these, and refuses one holding anything else rather than delete it."""
 
 
 def seed_checkpoint_dir(out: str | Path, model: str, kind: str, seed: int) -> Path:

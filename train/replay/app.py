@@ -36,7 +36,7 @@ from train.clusters import DEFAULT_DISTANCE, cluster_families, family_op_sets
 from train.data import load_dataset, read_ir_tables
 from train.experiment import NEURAL
 from train.guide import EiSettings, GuideModel, Scores, load_model, score_candidates
-from train.layout import META, SHIPPED, find_splits_file, seed_checkpoints
+from train.layout import META, REPLAYS, SHIPPED, find_splits_file, seed_checkpoints
 from train.replay.strategies import (
     KNOWN,
     NEEDS_MODEL,
@@ -214,7 +214,7 @@ def default_out(root: Path, selection: Selection, partition: str = HELD_OUT) -> 
     suffix = "" if partition == HELD_OUT else f"-{partition}"
     if (root / META).is_file():
         return root / f"replay{suffix}"
-    return root / "replay" / f"{selection.name}-{selection.kind}{suffix}"
+    return root / REPLAYS / f"{selection.name}-{selection.kind}{suffix}"
 
 
 @dataclass(frozen=True)
