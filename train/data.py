@@ -37,7 +37,7 @@ from torch_geometric.data import Data
 from schemas import DatasetError, read_table
 from schemas.check import GRAPH_SIZES, graph_size_problems
 from schemas.storage import list_parquet, resolve
-from schemas.tables import IR_EDGES, IR_GRAPHS, IR_NODES
+from schemas.tables import IR_EDGES, IR_NODES
 from train.features import run_relative
 from train.graphs import (
     CATEGORICAL,
@@ -131,14 +131,12 @@ def require_whole_graphs(data: str, level: str, samples: pl.DataFrame, nodes: pl
     its ``ir_graphs`` row counts: a lost IR file would otherwise make their configs look like
     configs without IR (no graph), and training would go on without a word."""
     referenced = samples["ir_id"].drop_nulls().unique()
-    if referenced.is_empty():
-        return
     loc = resolve(data)
-    if loc.fs.get_file_info(loc.table_dir("ir_graphs")).type == pafs.FileType.Directory:
-        columns = ["ir_id", *(count for count, _, _ in GRAPH_SIZES)]
-        graphs = read_table(data, "ir_graphs", columns=columns, filters=[("level", "=", level)])
-    else:
-        graphs = IR_GRAPHS.empty_table().select(["ir_id", *(count for count, _, _ in GRAPH_SIZES)])
+    stored = [loc.fs.get_file_info(loc.table_dir(t)).type == pafs.FileType.Directory for t in ("ir_graphs", "ir_nodes")]
+    if referenced.is_empty() or not all(stored):  # a dataset storing no IR (`check` names a missing table)
+        return
+    columns = ["ir_id", *(count for count, _, _ in GRAPH_SIZES)]
+    graphs = read_table(data, "ir_graphs", columns=columns, filters=[("level", "=", level)])
     known = set(graphs.column("ir_id").to_pylist())
     problems = graph_size_problems(graphs, nodes.to_arrow(), edges.to_arrow(), referenced.to_arrow())
     absent = [ir_id for ir_id in referenced.to_list() if ir_id not in known]
