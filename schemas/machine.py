@@ -1,4 +1,5 @@
-"""Anonymous, stable names for machines, so a published dataset does not name its hosts.
+"""Anonymous, stable names for machines, so a published dataset does not name its hosts; and
+whether a process of this machine lives (:func:`process_alive`).
 
 A machine's anonymous id is a keyed hash (HMAC-SHA256) of its host name. The key is a secret
 of this machine that never leaves it: the systemd machine id (``/etc/machine-id``, which its
@@ -104,3 +105,14 @@ def _persisted_secret(state_dir: Path) -> bytes:
         return bytes.fromhex(path.read_text().strip())
     except (OSError, ValueError):
         return _process_secret
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (ours or another user's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True

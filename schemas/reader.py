@@ -284,7 +284,8 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
     Copies of a content key that differ in the table's fixed columns raise
     :class:`ConflictingCopiesError`. Checked once per file set: a set found sound is remembered
     (:mod:`schemas.verdicts`) and not checked again. ``rows``: every row of the live files
-    with every column, when the caller has read them anyway (saves reading them again).
+    with the key columns (content-keyed tables: every column), when the caller has read them
+    anyway (saves reading them again).
     """
     if verdicts.known(loc, table, found.stats):
         return True
@@ -310,6 +311,9 @@ class _Gated:
     found: TableFiles
     rows: pa.Table
     unique: bool
+    every_key: pa.Table | None = None
+    """Every row's key columns, when this read had them (for the key check): later checks on
+    the same files need not read them again."""
 
 
 def _gated_read(loc: Location, table: str, columns: list[str] | None, expression) -> _Gated:
@@ -317,13 +321,17 @@ def _gated_read(loc: Location, table: str, columns: list[str] | None, expression
     (one :func:`stable` attempt). Content-keyed tables with copies keep their key columns so
     the caller can drop the copies."""
     found = table_files(loc, table)
-    if columns is None and expression is None and not verdicts.known(loc, table, found.stats):
+    known = verdicts.known(loc, table, found.stats)
+    if columns is None and expression is None and not known:
         rows = _read_files(loc, table, found, None, None)  # the full read holds every key
-        return _Gated(found, rows, keys_unique(loc, table, found, rows))
-    unique = keys_unique(loc, table, found)
+        return _Gated(found, rows, keys_unique(loc, table, found, rows), rows)
+    keys = None
+    if not known and table in UNIQUE_KEYED:  # a repeat raises: the keys alone decide
+        keys = _read_files(loc, table, found, list(table_spec(table).key), None)
+    unique = keys_unique(loc, table, found, keys)
     if columns is not None and not unique:
         columns = columns + [k for k in table_spec(table).key if k not in columns]
-    return _Gated(found, _read_files(loc, table, found, columns, expression), unique)
+    return _Gated(found, _read_files(loc, table, found, columns, expression), unique, keys)
 
 
 def _commit_keys(table: pa.Table) -> pa.Array:
@@ -376,7 +384,8 @@ COMPLETE_VERDICT = "measurements+runs"
 def require_complete_runs(loc: Location, found: TableFiles, commits: _Commits, rows: pa.Table | None = None) -> None:
     """Raise :class:`IncompleteRunError` when a committed run of ``commits`` has more or fewer
     rows in the measurement files ``found`` than its ``n_configs`` (checked once per pair of
-    file sets). ``rows``: every row of ``found`` with the commit keys, when read anyway."""
+    file sets). ``rows``: every row of ``found`` with (at least) the commit keys, when read
+    anyway."""
     stats = (*found.stats, *commits.found.stats)
     if verdicts.known(loc, COMPLETE_VERDICT, stats):
         return
@@ -449,8 +458,7 @@ def read_table(
     gated = stable(lambda: _gated_read(loc, table, needed, read_filter))
     result = gated.rows
     if commits is not None:
-        whole = needed is None and read_filter is None  # the rows read are every row
-        first = iter([(gated.found, gated.rows if whole else None)])  # a retry lists again
+        first = iter([(gated.found, gated.every_key)])  # a retry lists again
 
         def complete() -> None:
             found, rows = next(first, None) or (table_files(loc, table), None)

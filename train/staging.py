@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from schemas.machine import process_alive
 from train.layout import OUTPUT_NAMES, out_problem
 
 PARTIAL = "partial"
@@ -80,24 +81,12 @@ def out_refusal(out: str | Path) -> str | None:
     return out_problem(real.parent, f"--out {out}: its parent directory")
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
 def _stale(out: Path, tag: str) -> list[Path]:
     """``.OUT.<tag>-<pid>`` directories beside ``out`` whose process is gone."""
     found = []
     for path in out.parent.glob(f".{glob.escape(out.name)}.{tag}-*"):
         pid = path.name.rsplit("-", 1)[1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             found.append(path)
     return sorted(found)
 

@@ -15,19 +15,10 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
+from schemas.machine import process_alive
+
 PREFIX = "kernel-corpus-scratch-"
 _OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-")
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine (ours or another user's)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
 
 
 def remove_orphans(parent: str | None = None) -> list[str]:
