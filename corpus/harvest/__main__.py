@@ -156,12 +156,31 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
     )
 
 KEPT = "finished runs are committed; rerun the same command to resume"
+SELF_TEST_READS = ("self_test", "device", "suite", "help")
+"""The options ``--self-test`` reads; it refuses the others rather than ignore them."""
+
+
+def options_self_test_ignores(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The harvest options given (other than their defaults) that ``--self-test`` would not use."""
+    return [
+        action.option_strings[0]
+        for action in parser._actions
+        if action.dest not in SELF_TEST_READS and getattr(args, action.dest, action.default) != action.default
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     console = Console(file=PipeSafeStdout())  # a harvest piped into `head` goes on to the end
     if args.self_test:
+        if ignored := options_self_test_ignores(parser, args):
+            print_error(
+                console,
+                f"--self-test checks this machine and harvests nothing: it takes --device and --suite, "
+                f"not {', '.join(ignored)} (run those without --self-test)",
+            )
+            return 2
         try:
             settings = read_settings()
             return exit_code(run_self_test(self_test_config(args.device, args.suite, settings), settings, console))

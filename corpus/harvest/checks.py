@@ -49,13 +49,28 @@ def load_families(suite: Sequence[str], families: Sequence[str]) -> dict[str, Ke
     return select(dict(sorted(specs.items())), families or None)
 
 
+DTYPE_SHORTHANDS = {
+    "fp32": "float32", "f32": "float32", "float": "float32",
+    "fp16": "float16", "f16": "float16", "half": "float16",
+    "bf16": "bfloat16",
+}  # fmt: skip
+"""Common short names of dtypes, suggested as their full name (the dataset stores full names)."""
+
+
 def check_dtypes(dtypes: Sequence[str], specs: Mapping[str, KernelSpec]) -> None:
-    """Every requested dtype is one some selected family supports."""
+    """Every requested dtype is one some selected family supports; a short name such as
+    ``fp32`` is answered with its full name."""
     known = sorted({dtype for spec in specs.values() for dtype in spec.dtypes})
     unknown = [dtype for dtype in dtypes if dtype not in known]
     if unknown:
+        hints = [
+            f"{dtype} is {DTYPE_SHORTHANDS[dtype.lower()]}"
+            for dtype in unknown
+            if DTYPE_SHORTHANDS.get(dtype.lower()) in known
+        ]
+        hint = f"; did you mean the full name? ({', '.join(hints)})" if hints else ""
         raise HarvestInputError(
-            f"--dtypes {','.join(unknown)}: not a dtype of the selected families ({', '.join(known)})"
+            f"--dtypes {','.join(unknown)}: not a dtype of the selected families ({', '.join(known)}){hint}"
         )
 
 
@@ -129,6 +144,6 @@ def harvest_lock(
             )
     except LockHeldError as exc:
         raise HarvestInputError(
-            f"another harvest of the same runs is writing into {out} ({exc.holder or 'lock held'}); "
-            "let it finish (then rerun to resume), or pass --allow-repeat to harvest them again beside it"
+            f"another harvest of the same runs is writing into {out}: {exc.holder or 'its lock is held'}. "
+            "Let it finish (then rerun to resume), or pass --allow-repeat to harvest them again beside it"
         ) from None

@@ -219,11 +219,13 @@ def timing_line(runs: Sequence[RunSummary]) -> str:
     settings = runs[0].timing if runs else {}
     if not settings:
         return "no configs timed"
-    return (
+    line = (
         f"{settings.get('timer')} timer, {plural(settings.get('timing_passes') or 0, 'interleaved pass', 'interleaved passes')} "
-        f"x {plural(settings.get('reps_per_pass') or 0, 'rep')} per config; "
-        f"{plural(twins, 'config')} timed once for a twin (identical binary and launch)"
+        f"x {plural(settings.get('reps_per_pass') or 0, 'rep')} per config"
     )
+    if twins:
+        line += f"; {plural(twins, 'config')} timed once for a twin (identical binary and launch)"
+    return line
 
 
 @dataclass(frozen=True)

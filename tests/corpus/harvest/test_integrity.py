@@ -150,6 +150,8 @@ def user_suites(tmp_path, monkeypatch) -> Path:
     ("args", "expected"),
     [
         (("--dtypes", "float99"), "--dtypes float99: not a dtype of the selected families"),
+        (("--dtypes", "fp32,float16"), "--dtypes fp32: not a dtype of the selected families (bfloat16, "
+         "float16, float32); did you mean the full name? (fp32 is float32)"),
         (
             ("--dtypes", "bfloat16", "--device", "cpu"),
             "plans no runs (bfloat16 is skipped on the interpreter",
@@ -274,7 +276,8 @@ def test_second_identical_harvest_stops_unless_allowed(tmp_path, capsys, one_run
         assert harvest_main(args) == 2
         printed = " ".join(capsys.readouterr().out.split())
         assert (
-            "another harvest of the same runs is writing into" in printed
+            f"another harvest of the same runs is writing into {out}: harvest (pid {os.getpid()} on anon-"
+            in printed
             and "--allow-repeat" in printed
         )
         with harvest_lock(str(out), planned, allow_repeat=True):

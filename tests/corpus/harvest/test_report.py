@@ -11,7 +11,7 @@ from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.cluster import RunDone, cluster_totals
-from corpus.harvest.report import RunSummary, print_summary
+from corpus.harvest.report import BestOfRun, RunSummary, print_summary, timing_line
 from corpus.harvest.settings import read_settings
 from corpus.terminal import ListingRow, grouped_listing
 
@@ -161,3 +161,12 @@ def test_a_ray_drivers_summary_shows_what_a_local_one_does(harvest):
         return [line for line in text.splitlines() if "summed over workers" not in line]
     assert without_time(ray_text) == without_time(local_text)
     assert "best config per run" in ray_text and "summed over workers" in ray_text
+
+
+def test_the_timing_line_names_twins_only_when_there_are_some():
+    best = BestOfRun("softmax", "M4", "float32", "2/2", 1.0, 2.0, "BLOCK=4 w4 s1")
+    timing = {"timer": "thread_cpu", "timing_passes": 4, "reps_per_pass": 1}
+    alone = timing_line([RunSummary(best, timing, 0)])
+    assert alone == "thread_cpu timer, 4 interleaved passes x 1 rep per config"
+    twinned = timing_line([RunSummary(best, timing, 1), RunSummary(best, timing, 2)])
+    assert twinned.endswith("; 3 configs timed once for a twin (identical binary and launch)")

@@ -12,6 +12,7 @@ import torch
 import triton.language  # noqa: F401  (Triton's own helpers decorated for the compiler first)
 from rich.console import Console
 
+from corpus.harvest.__main__ import main as harvest_main
 from corpus.harvest.selftest import (
     FAIL,
     OK,
@@ -79,3 +80,12 @@ def test_gpu_self_test_passes(tmp_path: Path) -> None:
     }
     assert not [v for v in verdicts.values() if v.verdict in (FAIL, SKIPPED)], verdicts
     assert verdicts["compile worker -> launch"].verdict == OK
+
+
+def test_self_test_refuses_harvest_options_it_would_ignore(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    code = harvest_main(["--self-test", "--dry-run", "--out", str(out), "--device", "cpu"])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 2
+    assert "it takes --device and --suite, not --out, --dry-run" in printed
+    assert not out.exists()
