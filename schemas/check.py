@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from schemas.card import read_card
 from schemas.errors import DatasetError, StorageError
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
-from schemas.locking import maintenance_lock
+from schemas.locking import live_holders, maintenance_lock
 from schemas.reader import (
     COMMIT_KEY,
     TableFiles,
@@ -100,7 +100,7 @@ def check_dataset(
     for name, table in tables.items():
         report.rows[name] = table.num_rows
     _check_keys(loc, tables, found_by_table, report)
-    _check_joins(tables, report)
+    _check_joins(tables, report, live_holders(loc))
     _check_card_rows(carded, tables, report)
     _summarize(tables, report)
     # machine paths and host names are warnings: a private dataset may keep them
@@ -294,12 +294,19 @@ def _missing(child: pa.Array, parent: pa.Array) -> int:
     return int(pc.sum(pc.invert(pc.is_in(present, value_set=pc.unique(parent)))).as_py() or 0)
 
 
-def _check_joins(tables: dict[str, pa.Table], report: CheckReport) -> None:
+def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list[str]) -> None:
+    """Joins of the tables; ``writers``: holders of the dataset's locks alive on this machine
+    (:func:`schemas.locking.live_holders`), which tell a harvest at work from an interrupted one."""
     runs, measurements = tables.get("runs"), tables.get("measurements")
     if runs is not None and measurements is not None:
         committed = only_committed(measurements, runs)
         uncommitted = measurements.num_rows - committed.num_rows
-        if uncommitted:
+        if uncommitted and writers:
+            report.warnings.append(
+                f"measurements: {uncommitted} row(s) of runs not committed yet: {writers[0]} is writing "
+                "into this dataset (readers ignore those rows until it commits their runs)"
+            )
+        elif uncommitted:
             report.warnings.append(
                 f"measurements: {uncommitted} row(s) of uncommitted runs (an interrupted harvest; "
                 "readers ignore them and resume redoes those runs)"

@@ -19,12 +19,13 @@ import contextlib
 import fcntl
 import os
 import posixpath
+import re
 from collections.abc import Callable, Iterator
 
 import pyarrow.fs as pafs
 
 from schemas.errors import DatasetError
-from schemas.machine import anonymize_host, host_name
+from schemas.machine import anonymize_host, host_name, process_alive
 from schemas.storage import Location
 
 LOCK_DIR = ".locks"
@@ -46,6 +47,10 @@ class LockHeldError(DatasetError):
 def holder_line(what: str) -> str:
     """``what`` (a command), this process's pid and the anonymous id of this machine."""
     return f"{what} (pid {os.getpid()} on {anonymize_host(host_name())})"
+
+
+_HOLDER_PROCESS = re.compile(r"\(pid (\d+) on (\S+)\)$")
+"""The pid and machine id at the end of a :func:`holder_line`."""
 
 
 def lock_path(loc: Location, name: str) -> str:
@@ -192,3 +197,28 @@ def holders_naming_hosts(loc: Location) -> list[str]:
         if line and "anon-" not in line:
             named.append(path)
     return named
+
+
+def live_holders(loc: Location) -> list[str]:
+    """The distinct holder lines of this dataset's locks that name a live process of this
+    machine other than this one (e.g. a harvest writing into it), in lock-file order.
+
+    Read only: no lock is taken to find out, so a command starting meanwhile is never refused
+    because of this look. A holder on another machine (a dataset on a shared file system) is
+    not seen; a line left by a killed holder whose pid was reused is taken for live.
+    """
+    here = anonymize_host(host_name())
+    holders: list[str] = []
+    for path in lock_files(loc):
+        try:
+            with open(path) as handle:
+                line = handle.read().strip()
+        except OSError:
+            continue
+        match = _HOLDER_PROCESS.search(line)
+        if not match or match.group(2) != here or line in holders:
+            continue
+        pid = int(match.group(1))
+        if pid != os.getpid() and process_alive(pid):
+            holders.append(line)
+    return holders

@@ -61,7 +61,32 @@ def test_uncommitted_rows_are_a_warning_not_a_problem(dataset):
     DatasetWriter(dataset).write("measurements", sample_rows(8)["measurements"])
     report = check_dataset(dataset)
     assert report.ok
-    assert any("uncommitted" in w for w in report.warnings)
+    assert any("uncommitted runs (an interrupted harvest" in w for w in report.warnings)
+
+
+HOLD_A_LOCK = """
+import sys, time
+from schemas.locking import dataset_lock, holder_line
+from schemas.storage import resolve
+with dataset_lock(resolve(sys.argv[1]), "harvest-live", wait=False, holder=holder_line("harvest")):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_uncommitted_rows_beside_a_live_lock_holder_are_named_as_work_in_progress(dataset):
+    DatasetWriter(dataset).write("measurements", sample_rows(8)["measurements"])
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_A_LOCK, dataset], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        warnings = "\n".join(check_dataset(dataset).warnings)
+        assert f"of runs not committed yet: harvest (pid {holder.pid} on anon-" in warnings
+        assert "interrupted" not in warnings
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is gone (its lock line stays, as a killed harvest leaves it): interrupted again.
+    assert "an interrupted harvest" in "\n".join(check_dataset(dataset).warnings)
 
 
 def test_missing_table_directory_is_reported(dataset, tmp_path):
