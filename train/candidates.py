@@ -66,6 +66,50 @@ def _template() -> pl.DataFrame:
     return pl.concat([runs, measurements.drop("harvest_id"), extra], how="horizontal")
 
 
+def typed_candidates(candidates: pl.DataFrame) -> pl.DataFrame:
+    """``candidates`` with each samples-table column it holds cast to that column's type, list
+    columns (``grid``, ``config_params``, ``problem_dims``, ...) parsed from JSON text where
+    they are strings (a CSV's ``[64, 1, 1]``, ``[{"name": "BLOCK", "value": 256}]``).
+
+    Raises CandidateError naming the column and an example value that does not convert."""
+    template = _template().schema
+    fixes = {
+        name: template[name]
+        for name, dtype in candidates.schema.items()
+        if name in template and dtype != template[name] and dtype != pl.Null
+    }
+    frame = candidates
+    for name, dtype in fixes.items():
+        column = pl.col(name)
+        if dtype.is_nested() and candidates.schema[name] == pl.String:
+            converted = column.str.json_decode(dtype)
+        else:
+            converted = column.cast(dtype, strict=True)
+        try:
+            frame = frame.with_columns(converted.alias(name))
+        except (pl.exceptions.PolarsError, ValueError) as exc:
+            example = candidates[name].drop_nulls().head(1).to_list()
+            shown = repr(example[0]) if example else "?"
+            raise CandidateError(
+                f"candidates column {name}: {candidates.schema[name]} values such as {shown} do not "
+                f"convert to {dtype} ({str(exc).splitlines()[0]})"
+            ) from None
+    return frame
+
+
+def read_candidates_csv(path: str | Path) -> pl.DataFrame:
+    """A candidates CSV, typed as :func:`typed_candidates` types a frame: text columns stay
+    text (a ``run_id`` of digits keeps its leading zeros), list columns are JSON text."""
+    header = pl.read_csv(path, n_rows=0).columns
+    template = _template().schema
+    as_text = {
+        name: pl.String
+        for name in header
+        if name in template and (template[name] == pl.String or template[name].is_nested())
+    }
+    return typed_candidates(pl.read_csv(path, schema_overrides=as_text))
+
+
 def complete_candidates(candidates: pl.DataFrame) -> pl.DataFrame:
     """``candidates`` with every missing samples-table column added as nulls (typed), a
     ``run_id`` (:data:`CANDIDATE_GROUP`) and ``config_id`` (row number) when absent."""

@@ -23,6 +23,7 @@ then does with an :class:`UnseenArchWarning`.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from collections.abc import Sequence
@@ -42,7 +43,9 @@ from train.candidates import (
     is_compile_output,
     join_compile_output,
     missing_inputs,
+    read_candidates_csv,
     read_compile_output,
+    typed_candidates,
     with_graph_counts,
 )
 from train.checkpoint import Checkpoint, load_checkpoint
@@ -158,7 +161,7 @@ def rank_configs(
     faster), ``predicted_ms`` (the latency head, ms), ``p_valid`` (probability it runs).
     """
     ckpt = _checkpoint(checkpoint)
-    frame = with_graph_counts(candidates, ir_graphs)
+    frame = with_graph_counts(typed_candidates(candidates), ir_graphs)
     frame = resolve_arch(ckpt, frame, arch, allow_unseen_arch=allow_unseen_arch)
     check_ir_target(ckpt, frame, allow_unseen_arch=allow_unseen_arch)
     absent = missing_inputs(frame, ckpt.seen.get("input_columns", []))
@@ -243,7 +246,7 @@ def _read_candidates(path: Path) -> pl.DataFrame:
     if not path.is_file():
         raise CandidateError(f"--candidates {path}: no such file")
     try:
-        return pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+        return pl.read_parquet(path) if path.suffix == ".parquet" else read_candidates_csv(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise CandidateError(f"--candidates {path}: unreadable ({exc})".splitlines()[0]) from None
 
@@ -251,8 +254,12 @@ def _read_candidates(path: Path) -> pl.DataFrame:
 def _write(ranking: pl.DataFrame, out: Path) -> None:
     if out.suffix == ".parquet":
         ranking.write_parquet(out)
-    else:  # CSV holds flat columns only: nested ones (lists, structs) are left out
-        ranking.select([c for c, t in ranking.schema.items() if not t.is_nested()]).write_csv(out)
+    else:  # CSV cells are flat: lists and structs go as JSON text, as --candidates reads them
+        ranking.with_columns(
+            pl.Series(name, [None if v is None else json.dumps(v) for v in ranking[name].to_list()], pl.String)
+            for name, dtype in ranking.schema.items()
+            if dtype.is_nested()
+        ).write_csv(out)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 import torch
 
+from train.candidates import read_candidates_csv
 from train.checkpoint import META, WEIGHTS, load_checkpoint, save_checkpoint
 from train.data import load_dataset, read_ir_tables
 from train.experiment import ExperimentConfig, run_gnn
@@ -334,3 +335,26 @@ def test_rank_extract_compile_output(trained, compiled, tmp_path, capsys):
     assert main(["--checkpoint", str(directory), "--ir", str(compiled), "--arch", "sm_90"]) == 2
     err = capsys.readouterr().err
     assert "candidates are for sm_90" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_candidates_csv_carries_list_columns_as_json_text(trained, compiled, tmp_path, capsys):
+    _, _, _, directory = trained
+    candidates = tmp_path / "cands.csv"
+    candidates.write_text(
+        "ir_dir,run_id,grid,config_params,num_programs\n"
+        'config_00,007,"[64, 1, 1]","[{""name"": ""BLOCK"", ""value"": 256}]",64\n'
+        'config_01,007,"[32, 1, 1]","[{""name"": ""BLOCK"", ""value"": 512}]",32\n'
+    )
+    out = tmp_path / "ranking.csv"
+    argv = ["--checkpoint", str(directory), "--ir", str(compiled), "--arch", "interpreter"]
+    assert main([*argv, "--candidates", str(candidates), "--out", str(out)]) == 0
+    ranking = read_candidates_csv(out)  # the ranking's CSV reads back as candidates, lists included
+    assert ranking["run_id"].to_list() == ["007", "007"]  # text stays text: no int, no lost zeros
+    assert sorted(ranking["grid"].to_list()) == [[32, 1, 1], [64, 1, 1]]
+    assert {row[0]["value"] for row in ranking["config_params"]} == {256, 512}
+    # A list cell that is no JSON list: one line naming the column, no traceback.
+    candidates.write_text("ir_dir,grid\nconfig_00,64x1x1\nconfig_01,32x1x1\n")
+    capsys.readouterr()
+    assert main([*argv, "--candidates", str(candidates)]) == 2
+    err = capsys.readouterr().err
+    assert "candidates column grid" in err and "'64x1x1'" in err and "Traceback" not in err
