@@ -11,4 +11,5 @@ def test_bench_prints_gated_vs_plain_ratios(capsys) -> None:
     printed = capsys.readouterr().out
     for reader in ("read_table, first read (", "read_table ", "scan_table().collect(), first read (polars"):
         assert reader in printed
-    assert printed.count("x  p") == 4  # four ratio lines, each naming its plain counterpart
+        assert reader.replace(",", ", committed runs,", 1) in printed  # and the default, committed read
+    assert printed.count("x  p") == 8  # eight ratio lines, each naming its plain counterpart

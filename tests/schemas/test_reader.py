@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -161,6 +162,21 @@ def test_a_run_that_lost_one_of_its_two_files_is_refused(dataset):
     _measurement_files_of(dataset, "run0000000000005")[-1].unlink()  # one of its two files
     with pytest.raises(IncompleteRunError, match="has 2 of 3"):
         read_table(dataset, "measurements")
+
+
+def test_a_scan_leaves_the_commit_join_out_only_when_no_row_can_be_uncommitted(dataset):
+    """scan_table skips its semi join when the files hold exactly the committed runs' rows.
+    Here a lost file and an uncommitted run balance the count (9 rows, 9 configs committed):
+    the scan must still refuse, not return the uncommitted run's rows."""
+    writer = DatasetWriter(dataset)
+    assert scan_table(dataset, "measurements").collect().height == 9  # every row committed
+    writer.write("measurements", sample_rows(6)["measurements"])  # uncommitted: 3 rows
+    assert scan_table(dataset, "measurements").collect().height == 9
+    assert "run0000000000006" not in scan_table(dataset, "measurements").collect()["run_id"]
+    (victim,) = _measurement_files_of(dataset, "run0000000000001")
+    victim.unlink()  # 9 rows again, 3 of them uncommitted
+    with pytest.raises(IncompleteRunError, match="has 0 of 3"):
+        scan_table(dataset, "measurements").filter(pl.col("run_id") == "run0000000000006").collect()
 
 
 # -- the key check runs once per set of files -------------------------------------------------
