@@ -18,6 +18,7 @@ from schemas.errors import (
     SchemaMismatchError,
     SchemaVersionError,
     StorageError,
+    UnknownStorageError,
     WriteFailedError,
 )
 from schemas.reader import committed_runs, read_table, scan_table
@@ -44,6 +45,7 @@ __all__ = [
     "Status",
     "StorageError",
     "Timer",
+    "UnknownStorageError",
     "WriteFailedError",
     "committed_runs",
     "read_table",

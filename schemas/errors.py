@@ -60,6 +60,11 @@ class StorageError(DatasetError):
     committed before is intact."""
 
 
+class UnknownStorageError(DatasetError, ValueError):
+    """A URL's scheme names no filesystem fsspec knows, or one whose backend is not installed
+    (``s3://`` without s3fs): nothing was read or written."""
+
+
 class ReplacementError(DatasetError):
     """A file's footer claims to replace files it does not cover (or files claim to replace
     each other in a cycle): honouring the claim would hide committed rows."""

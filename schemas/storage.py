@@ -24,7 +24,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from schemas.errors import CorruptFileError, DatasetError, FileVanishedError
+from schemas.errors import CorruptFileError, DatasetError, FileVanishedError, UnknownStorageError
 
 META_VERSION = b"kernel_corpus.schema_version"
 META_TABLE = b"kernel_corpus.table"
@@ -45,11 +45,15 @@ class Location:
 
 
 def resolve(url: str) -> Location:
-    """Resolve a local path or fsspec URL to a :class:`Location`."""
+    """Resolve a local path or fsspec URL to a :class:`Location`; a scheme fsspec cannot
+    serve here is :class:`~schemas.errors.UnknownStorageError`, naming the URL."""
     if "://" in url and not url.startswith("file://"):
         import fsspec  # only needed for remote/in-memory datasets
 
-        fs, path = fsspec.core.url_to_fs(url)
+        try:
+            fs, path = fsspec.core.url_to_fs(url)
+        except (ImportError, ValueError) as exc:  # an unknown scheme, or its backend missing
+            raise UnknownStorageError(f"{url}: {' '.join(str(exc).split())}") from None
         return Location(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path.rstrip("/") or "/", url)
     local = pafs.LocalFileSystem()
     path = url.removeprefix("file://")

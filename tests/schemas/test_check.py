@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import functools
+import io
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from rich.console import Console
 
 from schemas import DatasetWriter
 from schemas.check import check_dataset
@@ -162,3 +166,16 @@ def test_committed_rows_fewer_than_the_card_counted_are_a_problem(dataset):
     problems = check_dataset(dataset).problems
     assert any("runs: 0 committed row(s), but the dataset card counted 3" in p for p in problems), problems
     assert any("measurements: 0 committed row(s), but the dataset card counted 9" in p for p in problems)
+
+
+def test_url_of_unknown_or_missing_storage_is_one_line():
+    """A typo in a URL's scheme, or a scheme whose fsspec backend is not installed, used to end
+    every maintenance command in fsspec's traceback; now one line naming the URL, exit 2."""
+    from schemas.cli import run_card, run_check, run_compact, run_scrub
+
+    for url in ("s3x://bucket/corpus", "s3://bucket/corpus"):
+        for command in (run_check, functools.partial(run_compact, min_files=2), run_scrub, run_card):
+            console = Console(file=io.StringIO(), width=200)
+            assert command(url, console=console) == 2, (command, url)
+            text = console.file.getvalue()
+            assert text.startswith(f"error: {url}: ") and text.count("\n") == 1, text
