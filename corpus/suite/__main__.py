@@ -61,6 +61,11 @@ class CheckCommand:
     json_path: Path | None
 
 
+class SuiteCommandError(RuntimeError):
+    """The command cannot do what was asked (a missing document, a --json path no file can be
+    written at, no GPU for --device cuda); the message names the argument at fault."""
+
+
 def _device(text: str) -> str:
     """``--device``: cpu (the interpreter), cuda or cuda:N."""
     value = text.strip()
@@ -149,12 +154,48 @@ def run_show(command: ShowCommand, console: Console) -> None:
 def run_doc(command: DocCommand, console: Console) -> None:
     from corpus.suite.report import families_markdown, replace_families_table
 
+    try:
+        document = command.path.read_text()
+    except OSError as exc:
+        raise SuiteCommandError(f"--path {command.path}: {exc.strerror or exc}") from None
     table = families_markdown(load_suite(command.suites), command.scale)
-    command.path.write_text(replace_families_table(command.path.read_text(), table))
+    try:
+        updated = replace_families_table(document, table)
+    except ValueError as exc:  # a document without the markers: not the suite document
+        raise SuiteCommandError(f"--path {command.path}: {exc}") from None
+    command.path.write_text(updated)
     console.print(f"wrote the families table of {command.path}")
 
 
+def _check_json_path(path: Path | None) -> None:
+    """Refuse a ``--json`` file that cannot be written before the check runs: the results
+    would otherwise be lost to a traceback after every config ran."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise SuiteCommandError(f"--json {path}: a directory; give the path of a file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise SuiteCommandError(f"--json {path}: no directory {parent} to write it in")
+
+
+def _check_cuda(device: str) -> None:
+    """Refuse ``--device cuda`` (or ``cuda:N``) on a machine without that GPU before any
+    config runs: each would otherwise fail with torch's long CUDA error."""
+    if device == "cpu":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SuiteCommandError(f"--device {device}: CUDA is not available here; use --device cpu (the interpreter)")
+    index = int(device.removeprefix("cuda:")) if device.startswith("cuda:") else 0
+    if index >= torch.cuda.device_count():
+        raise SuiteCommandError(f"--device {device}: no GPU {index} (this machine has {torch.cuda.device_count()})")
+
+
 def run_check(command: CheckCommand, console: Console) -> bool:
+    _check_json_path(command.json_path)
+    _check_cuda(command.device)
     previous = os.environ.get("TRITON_INTERPRET")
     if command.device == "cpu":
         # Must precede the first import of a kernel module: @triton.jit reads it then.
