@@ -83,6 +83,8 @@ def _check(config: IngestConfig) -> None:
     (:class:`corpus.destination.OutRefused`)."""
     if config.format not in FORMATS:
         raise IngestError(f"unknown format {config.format!r}; expected one of {', '.join(FORMATS)}")
+    if config.log.is_dir():
+        raise IngestError(f"{config.log}: a directory; give the {config.format} log file in it")
     if not config.log.is_file():
         raise FileNotFoundError(f"no such {config.format} log: {config.log}")
     if config.format == "helion" and config.log.name.endswith((".meta.jsonl", ".sources.csv")):
@@ -92,9 +94,13 @@ def _check(config: IngestConfig) -> None:
         )
     if config.meta is not None and not config.meta.is_file():
         raise FileNotFoundError(f"no such Helion metadata file: {config.meta}")
+    sidecar = config.log.with_suffix(".meta.jsonl")
+    if config.format == "helion" and config.meta is None and not sidecar.is_file():
+        # helion_runs says the same, but only after --out was made: say it first
+        raise FileNotFoundError(f"no Helion metadata sidecar {sidecar} (give --meta)")
     inputs = [config.log]
     if config.format == "helion":
-        inputs += [config.meta or config.log.with_suffix(".meta.jsonl"), config.log.with_suffix(".sources.csv")]
+        inputs += [config.meta or sidecar, config.log.with_suffix(".sources.csv")]
     for path in inputs:
         if path.is_file():
             _check_utf8(path)

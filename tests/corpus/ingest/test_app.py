@@ -72,3 +72,22 @@ def test_out_that_is_no_dataset_is_refused_as_the_harvest_refuses_it(
     assert main(["tritonparse", str(TRACE), "--out", str(project), "--force-out"]) == 0  # told to
     assert "imported 1 run(s)" in capsys.readouterr().out
     assert (project / "README.md").read_text() == "# My project\n"
+
+
+def test_a_missing_sidecar_or_a_directory_as_log_is_refused_before_out_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Helion CSV without its .meta.jsonl used to be refused only after --out was created
+    (an empty dataset left behind); a directory given as the log was called missing."""
+    log = tmp_path / "a.csv"
+    log.write_text("run_id,timestamp_s\n")
+    out = tmp_path / "d"
+    assert main(["helion", str(log), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: no Helion metadata sidecar {tmp_path / 'a.meta.jsonl'} (give --meta)"
+    assert not out.exists()
+    for fmt in ("helion", "tritonparse"):
+        assert main([fmt, str(tmp_path), "--out", str(out)]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert err == f"error: {tmp_path}: a directory; give the {fmt} log file in it"
+        assert not out.exists()
