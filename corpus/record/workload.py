@@ -7,6 +7,7 @@ where the recorder's hooks are installed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import runpy
 import sys
@@ -42,6 +43,7 @@ def parse_command(command: Sequence[str]) -> Workload:
     if rest[:1] == ["-m"]:
         if len(rest) < 2:
             raise WorkloadError("'python -m' needs a module name")
+        _check_module(rest[1])
         return Workload(None, rest[1], tuple(rest[2:]))
     if not rest or rest[0].startswith("-"):
         raise WorkloadError(
@@ -51,6 +53,24 @@ def parse_command(command: Sequence[str]) -> Workload:
     if not script.is_file():
         raise WorkloadError(f"no such workload script: {script}")
     return Workload(script, None, tuple(rest[1:]))
+
+
+def _check_module(module: str) -> None:
+    """Refuse ``python -m MODULE`` whose top-level package cannot be found (a typo), as a
+    missing script is refused: before ``--out`` is made or anything is imported. Only the
+    top-level name is looked up: finding ``pkg.mod`` would import ``pkg``, whose kernels must
+    not be imported before the recorder picks the interpreter."""
+    top = module.partition(".")[0]
+    saved = list(sys.path)
+    sys.path.insert(0, os.getcwd())  # where run_workload looks first, as python -m does
+    try:
+        found = top in sys.modules or importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        found = False
+    finally:
+        sys.path[:] = saved
+    if not found:
+        raise WorkloadError(f"no such workload module: {top} (for python -m {module})")
 
 
 def run_workload(workload: Workload) -> int:

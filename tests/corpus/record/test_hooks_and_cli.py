@@ -179,3 +179,15 @@ def test_out_that_is_no_dataset_is_refused_before_the_workload_runs(
     assert done.returncode == 0, done.stderr[-3000:]
     assert marker.exists()  # told to: accepted, and the workload ran
     assert (project / "README.md").read_text() == "# My project\n"
+
+
+def test_a_workload_module_that_does_not_exist_is_refused_before_out_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-- python -m typo``: refused in one line like a missing script, not the workload's
+    ImportError traceback after --out was created."""
+    out = tmp_path / "d"
+    assert main(["--out", str(out), "--", sys.executable, "-m", "no_such_workload_pkg.run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: no such workload module: no_such_workload_pkg (for python -m no_such_workload_pkg.run)"
+    assert not out.exists()
