@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from schemas.destination import prepare_destination
+from schemas.destination import check_destination, prepare_destination
 from schemas.errors import DatasetError
 
 FORCE_OUT = "--force-out"
@@ -30,6 +30,15 @@ def probe_out(out: str, *, force: bool = False) -> None:
     check`` reads)."""
     try:
         prepare_destination(out, force=force, force_flag=FORCE_OUT)
+    except DatasetError as exc:
+        raise OutRefused(f"--out {exc}") from None
+
+
+def check_out(out: str, *, force: bool = False) -> None:
+    """:func:`probe_out`'s refusals that need no write (a dry run's): everything but storage
+    that cannot take files; creates nothing."""
+    try:
+        check_destination(out, force=force, force_flag=FORCE_OUT)
     except DatasetError as exc:
         raise OutRefused(f"--out {exc}") from None
 

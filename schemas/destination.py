@@ -41,15 +41,16 @@ def foreign_entries(loc: Location) -> list[str] | None:
     return foreign or None
 
 
-def prepare_destination(url: str, *, force: bool = False, force_flag: str = "--force") -> None:
-    """Refuse ``url`` as a dataset destination (DatasetError, one line, before any work) when
-    it is empty, a non-empty directory holding no dataset, a dataset root whose README.md or
-    card.json kernel-corpus did not write (``force`` accepts these two; ``force_flag`` is the
-    option the message names), or storage that cannot take files; creates the table
-    directories otherwise."""
+def check_destination(url: str, *, force: bool = False, force_flag: str = "--force") -> Location:
+    """The checks of :func:`prepare_destination` that write nothing (a dry run's): refuse
+    ``url`` (DatasetError, one line) when it is empty, a file, a non-empty directory holding no
+    dataset, or a dataset root whose README.md or card.json kernel-corpus did not write
+    (``force`` accepts these two; ``force_flag`` is the option the message names)."""
     if not url.strip():
         raise DatasetError("'': an empty destination; give a directory or URL")
     loc = resolve(url)
+    if _is_file(loc):  # worded as the write probe words it, which finds it too
+        raise DatasetError(f"{url}: cannot write the dataset there (Not a directory)")
     if not force:
         foreign = foreign_entries(loc)
         if foreign:
@@ -59,4 +60,19 @@ def prepare_destination(url: str, *, force: bool = False, force_flag: str = "--f
                 f"use a new or empty directory, or pass {force_flag}"
             )
         check_card_files(url, force_flag=force_flag)
+    return loc
+
+
+def _is_file(loc: Location) -> bool:
+    try:
+        return loc.fs.get_file_info(loc.root).type == pafs.FileType.File
+    except (OSError, pa.ArrowException):  # unreachable storage: the write probe says why
+        return False
+
+
+def prepare_destination(url: str, *, force: bool = False, force_flag: str = "--force") -> None:
+    """Refuse ``url`` as a dataset destination (DatasetError, one line, before any work) when
+    :func:`check_destination` does, or when the storage cannot take files; creates the table
+    directories otherwise."""
+    loc = check_destination(url, force=force, force_flag=force_flag)
     probe_writable(loc, list(TABLES))

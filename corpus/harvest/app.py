@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from corpus.destination import probe_out
+from corpus.destination import check_out, probe_out
 from corpus.harvest.checks import (
     HarvestInputError,
     check_dtypes,
@@ -350,6 +350,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     here = estimate_here(todo, execution, interpreter, benchmarked)
     notice = long_run_notice(here.configs, interpreter, here.total_s)
     if config.dry_run:
+        check_out(config.out, force=config.force_out)  # what the harvest itself would refuse
         budget = None if guide is None else guide.plan_text([valid_configs(run) for run in todo])
         print_plan(console, planned, committed, facts, execution, notice, budget)
         print_estimates(console, config, specs, request, here, benchmarked)

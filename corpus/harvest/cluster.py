@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from corpus.destination import probe_out
+from corpus.destination import check_out, probe_out
 from corpus.harvest.app import (
     HarvestConfig,
     HarvestError,
@@ -385,7 +385,9 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         raise HarvestError(
             f"--ray --device {config.device}: use cuda (one lane per GPU of the cluster) or cpu"
         )
-    if not config.dry_run:
+    if config.dry_run:
+        check_out(config.out, force=config.force_out)  # what the harvest itself would refuse
+    else:
         probe_out(config.out, force=config.force_out)  # before a cluster or an actor starts
     known = frozenset(committed_harvests(config.out)) if config.claims_runs else None  # before resume reads
     connect(config.ray or "auto")

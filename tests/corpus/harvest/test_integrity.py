@@ -204,6 +204,28 @@ def test_out_that_is_a_file_is_refused_before_work(tmp_path, capsys):
     )
 
 
+def test_dry_run_refuses_the_out_the_harvest_would_refuse(tmp_path, capsys):
+    """--dry-run used to print a clean plan for an --out that is a file or someone's project
+    directory, which the harvest itself then refused; now it refuses them the same way, and
+    still creates nothing."""
+    afile = tmp_path / "a-file"
+    afile.write_text("not a directory")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# mine\n")
+    base = ["--dry-run", "--families", FAMILY, "--max-configs", "1", "--dtypes", "float32", "--device", "cpu"]
+    for out, says in ((afile, "cannot write the dataset there (Not a directory)"),
+                      (project, "a non-empty directory that holds no dataset (README.md)")):  # fmt: skip
+        assert harvest_main([*base, "--out", str(out)]) == 2
+        printed = " ".join(capsys.readouterr().out.split())
+        assert f"error: --out {out}: {says}" in printed, printed
+    assert sorted(p.name for p in project.iterdir()) == ["README.md"]
+    assert harvest_main([*base, "--out", str(project), "--force-out"]) == 0
+    new = tmp_path / "new"
+    assert harvest_main([*base, "--out", str(new)]) == 0
+    assert not new.exists() and sorted(p.name for p in project.iterdir()) == ["README.md"]
+
+
 def test_an_out_with_brackets_is_named_as_typed(tmp_path, capsys):
     """The defect: the error line went to rich as markup, so --out 'runs[/x]' ended in a
     MarkupError traceback instead of the one-line refusal."""
