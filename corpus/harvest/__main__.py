@@ -25,6 +25,7 @@ from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run
 from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
 from corpus.harvest.signals import Terminated, stop_on_termination
+from corpus.suite.registry import BUILTIN_SUITE
 from corpus.suite.spec import SCALES
 from corpus.terminal import PipeSafeStdout
 from schemas import DatasetError
@@ -76,10 +77,12 @@ def _box(text: str) -> tuple[int, int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m corpus.harvest", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--suite", type=non_empty_csv, default=("corpus.suite.kernels",), help="suite module(s) to load, comma-separated (default: the built-in suite)")
-    p.add_argument("--families", "--kernels", type=non_empty_csv, default=(), help="families to harvest, comma-separated (default: all)")
+    # List options add up when repeated (--families a --families b is a,b), as --suite does in
+    # python -m corpus.suite; the last one alone used to win, silently.
+    p.add_argument("--suite", type=non_empty_csv, action="extend", default=None, help="suite module(s) to load, comma-separated or repeated (default: the built-in suite)")
+    p.add_argument("--families", "--kernels", type=non_empty_csv, action="extend", default=None, help="families to harvest, comma-separated or repeated (default: all)")
     p.add_argument("--scale", choices=SCALES, default="tiny", help="shape set per family (default: tiny, sized for the CPU interpreter)")
-    p.add_argument("--dtypes", type=non_empty_csv, default=(), help="dtypes to harvest, e.g. float16,bfloat16 (default: each family's; bfloat16 is dropped on the interpreter)")
+    p.add_argument("--dtypes", type=non_empty_csv, action="extend", default=None, help="dtypes to harvest, e.g. float16,bfloat16, comma-separated or repeated (default: each family's; bfloat16 is dropped on the interpreter)")
     p.add_argument("--max-configs", type=positive_int, default=None, help="seeded sample of N valid configs per run, default config included (default: every config, invalid ones recorded as skipped)")
     p.add_argument("--out", type=non_empty_text, default="dataset", help="dataset root: a directory or fsspec URL (default: ./dataset); a new or empty directory, or a dataset (see --force-out)")
     p.add_argument("--device", type=_device, default="auto", help="auto | cpu (Triton interpreter) | cuda | cuda:0,1 (default: auto)")
@@ -113,9 +116,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """``parser``'s arguments, list options as tuples (unset: the built-in suite, no filter)."""
+    args = parser.parse_args(argv)
+    args.suite = tuple(args.suite or (BUILTIN_SUITE,))
+    args.families = tuple(args.families or ())
+    args.dtypes = tuple(args.dtypes or ())
+    return args
+
+
 def parse(argv: list[str] | None = None) -> HarvestConfig:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if args.estimate_for is not None and not args.dry_run:
         parser.error("--estimate-for estimates a plan: add --dry-run")
     return HarvestConfig(
@@ -165,13 +177,17 @@ def options_self_test_ignores(parser: argparse.ArgumentParser, args: argparse.Na
     return [
         action.option_strings[0]
         for action in parser._actions
-        if action.dest not in SELF_TEST_READS and getattr(args, action.dest, action.default) != action.default
+        if action.dest not in SELF_TEST_READS and not _unset(getattr(args, action.dest, action.default), action.default)
     ]
+
+
+def _unset(value: object, default: object) -> bool:
+    return value == default or (default is None and value == ())  # list options: () when not given
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     console = Console(file=PipeSafeStdout())  # a harvest piped into `head` goes on to the end
     if args.self_test:
         if ignored := options_self_test_ignores(parser, args):

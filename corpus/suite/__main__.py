@@ -25,7 +25,7 @@ from rich.console import Console
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
 from corpus.terminal import plural, print_trimmed
-from schemas.argtypes import non_empty_path, non_empty_text, non_negative_int
+from schemas.argtypes import non_empty_csv, non_empty_path, non_negative_int
 from schemas.console import print_error
 from schemas.helptext import plain
 
@@ -83,10 +83,10 @@ def _parser() -> argparse.ArgumentParser:
     def add_suite(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
             "--suite",
-            action="append",
-            type=non_empty_text,
+            action="extend",  # repeated or comma-separated, as the harvest's --suite
+            type=non_empty_csv,
             metavar="MODULE",
-            help=f"suite module or package to load (repeatable; default {BUILTIN_SUITE})",
+            help=f"suite module(s) or package(s) to load, comma-separated or repeated (default: {BUILTIN_SUITE})",
         )
 
     listing = commands.add_parser("list", help="table of families with config/shape/run counts")

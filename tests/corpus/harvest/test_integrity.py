@@ -369,6 +369,20 @@ def test_bad_numbers_and_lists_are_refused_as_they_are_parsed(tmp_path, capsys, 
     assert not (tmp_path / "out").exists()
 
 
+def test_repeated_list_options_add_up():
+    """--families a --families b planned b alone (argparse's last value won, silently); list
+    options now add up when repeated, as python -m corpus.suite's --suite always did."""
+    from corpus.harvest.__main__ import parse
+
+    config = parse(["--families", "softmax", "--families", "add_broadcast,argmax", "--dtypes", "float32",
+                    "--dtypes", "float16", "--suite", "corpus.suite.kernels", "--suite", "mypkg.kernels"])  # fmt: skip
+    assert config.families == ("softmax", "add_broadcast", "argmax")
+    assert config.dtypes == ("float32", "float16")
+    assert config.suite == ("corpus.suite.kernels", "mypkg.kernels")
+    plain = parse([])
+    assert (plain.families, plain.dtypes, plain.suite) == ((), (), ("corpus.suite.kernels",))
+
+
 def test_the_library_holds_timeouts_to_the_same_rules(tmp_path):
     for field, value in (("compile_timeout_s", -1.0), ("bench_timeout_s", 0.0)):
         with pytest.raises(HarvestError, match="must be a finite number above 0"):

@@ -47,3 +47,11 @@ def test_doc_refuses_a_missing_document_or_one_without_the_table(
     assert main(["doc", "--path", str(other)]) == 2
     assert "families-table" in error_line(capsys)
     assert other.read_text() == "# my notes\n"
+
+
+def test_suite_takes_a_comma_separated_list_as_the_harvest_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--suite a,b (the harvest's form) was imported as one module named 'a,b'."""
+    assert main(["list", "--scale", "tiny", "--suite", "corpus.suite.kernels,corpus.suite.kernels"]) == 0
+    assert "softmax" in capsys.readouterr().out
