@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import polars as pl
 from scipy.stats import kendalltau
 
-from schemas import scan_table
+from schemas import DatasetError, scan_table
 
 Latencies = dict[str, float]
 """config_id -> median latency (ms) of one run in one harvest."""
@@ -146,6 +146,14 @@ def reproducibility(a_url: str, b_url: str | None = None) -> Reproducibility:
     """Agreement of the latest harvest of each run in dataset ``a_url`` with the latest in
     ``b_url``; without ``b_url``, of the latest two harvests of each run in ``a_url``."""
     pairs, labels = _pairs(a_url, b_url)
+    if not pairs:  # nan for every figure would look like a result
+        raise DatasetError(
+            f"{a_url}: no run has two harvests to compare; repro A compares the latest two harvests "
+            "of each run (harvest it again with --no-resume, or give a second dataset: repro A B)"
+            if b_url is None
+            else f"{a_url} and {b_url} have no run in common (the same kernels, shapes, dtypes, "
+            "device and toolchain); nothing to compare"
+        )
     runs: list[RunAgreement] = []
     unranked: list[str] = []
     pooled: list[float] = []

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from corpus.bench.__main__ import parse
+from corpus.bench.__main__ import main, parse
 from corpus.bench.calibrate import CalibrateConfig
 from corpus.bench.harvest import HarvestBenchConfig
+from schemas import DatasetWriter
+
+from ...schemas.conftest import write_run
 
 
 def test_calibrate_without_families_measures_every_family() -> None:
@@ -36,3 +39,19 @@ def test_nonsense_is_refused_before_any_work(argv: list[str], capsys: pytest.Cap
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "error:" in err and "Traceback" not in err
+
+
+def test_repro_with_nothing_to_compare_says_so(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """repro A on a dataset with one harvest per run (or two datasets with no run in common)
+    printed 'runs compared: 0' and nan figures, exit 0; now one line saying why, exit 2."""
+    one, other = str(tmp_path / "one"), str(tmp_path / "other")
+    write_run(DatasetWriter(one), 0)
+    write_run(DatasetWriter(other), 1)
+    assert main(["repro", one]) == 2
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"error: {one}: no run has two harvests to compare" in printed and "nan" not in printed
+    assert main(["repro", one, other]) == 2
+    assert f"error: {one} and {other} have no run in common" in " ".join(capsys.readouterr().out.split())
+    write_run(DatasetWriter(one), 0, harvest_id="h1")  # a second harvest of the run: compared
+    assert main(["repro", one]) == 0
+    assert "runs compared: 1" in capsys.readouterr().out
