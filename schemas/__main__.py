@@ -50,7 +50,8 @@ def parse(argv: list[str] | None = None) -> Command:
         "--min-files",
         type=positive_int,
         default=2,
-        help="merge partitions with at least this many files (default: 2)",
+        help="merge partitions with at least this many files (default: 2; 1 also rewrites lone "
+        "files, e.g. to give files written before page checksums their checksums)",
     )
     for command in (check, compact):
         command.add_argument(
@@ -73,10 +74,11 @@ def parse(argv: list[str] | None = None) -> Command:
     )
     card.add_argument("dataset", type=non_empty_text, help="dataset root (local path or fsspec URL)")
     card.add_argument(
-        "--title", default=None, help="title of the card, kept on later refreshes (default: the card's, or 'kernel-corpus dataset')"
+        "--title", type=non_empty_text, default=None, help="title of the card, kept on later refreshes (default: the card's, or 'kernel-corpus dataset')"
     )
     card.add_argument(
         "--license",
+        type=non_empty_text,
         default=None,
         help="licence of the dataset, e.g. an SPDX id, kept on later refreshes (default: the card's, or 'other': not stated)",
     )

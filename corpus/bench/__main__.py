@@ -34,6 +34,7 @@ from schemas.argtypes import (
     positive_float,
     positive_int,
 )
+from schemas.console import print_error
 from schemas.helptext import plain
 
 REPRO_FAMILIES = "add_broadcast,softmax,layernorm_fwd,matmul,cumsum,row_reduce"
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             for line in describe(reproducibility(command.a, command.b)):
                 console.print(line)
     except (DatasetError, LoadHarvestFailed) as exc:
-        console.print(f"[red]error[/]: {exc}", soft_wrap=True)
+        print_error(console, str(exc))  # not markup: a path may hold [brackets]
         return 2
     return 0
 

@@ -104,6 +104,12 @@ def test_card_cli(dataset: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert read_card(dataset).license == "Apache-2.0"
     assert main(["card", dataset]) == 0  # a refresh keeps the licence
     assert read_card(dataset).license == "Apache-2.0"
+    for option in ("--license", "--title"):  # an empty value used to keep the old one, silently
+        with pytest.raises(SystemExit) as stop:
+            main(["card", dataset, option, " "])
+        assert stop.value.code == 2
+        assert f"argument {option}: expected a non-empty value" in capsys.readouterr().err
+    assert read_card(dataset).license == "Apache-2.0"
 
 
 # -- dataset strings are data, never markup -------------------------------------------------

@@ -52,6 +52,10 @@ def test_repro_with_nothing_to_compare_says_so(tmp_path, capsys: pytest.CaptureF
     assert f"error: {one}: no run has two harvests to compare" in printed and "nan" not in printed
     assert main(["repro", one, other]) == 2
     assert f"error: {one} and {other} have no run in common" in " ".join(capsys.readouterr().out.split())
+    bracketed = str(tmp_path / "[red]x")  # printed as it is, not read as console markup
+    write_run(DatasetWriter(bracketed), 0)
+    assert main(["repro", bracketed]) == 2
+    assert f"error: {bracketed}: no run has two harvests" in " ".join(capsys.readouterr().out.split())
     write_run(DatasetWriter(one), 0, harvest_id="h1")  # a second harvest of the run: compared
     assert main(["repro", one]) == 0
     assert "runs compared: 1" in capsys.readouterr().out
