@@ -47,10 +47,11 @@ from train.data import GraphSamples, LoadedDataset, load_dataset
 from train.features import TabularFeatures
 from train.fit import TrainConfig, predict_samples, train_model
 from train.graphs import FeaturizedGraphs, GraphFeaturizer
-from train.layout import SHIPPED, SPLITS_FILE, seed_checkpoint_dir
+from train.layout import SHIPPED, SPLITS_FILE, out_problem, seed_checkpoint_dir
 from train.losses import RANKING_LOSSES
 from train.model import ModelConfig
 from train.report import ModelResult, write_report
+from train.settings import cache_location
 from train.splits import SPLIT_KINDS, assign_splits, split_frame
 from train.staging import out_refusal, recover_stale, staged_out
 from train.tables import collapse_identical, ranked_runs
@@ -215,6 +216,16 @@ def probe_out(out: str) -> None:
     problem = out_refusal(out)
     if problem is not None:
         raise UsageError(problem)
+
+
+def probe_cache(cache_dir: str | None) -> None:
+    """Check the processed-data cache root can be created and written (:class:`UsageError`
+    naming the option or variable that set it otherwise): found only when the loaded dataset
+    is written there, it used to stop the run with a traceback."""
+    root, source = cache_location(cache_dir)
+    problem = out_problem(root, source)
+    if problem is not None:
+        raise UsageError(f"{problem}; give --cache-dir a writable directory")
 
 
 def _neural(config: ExperimentConfig) -> list[str]:
@@ -447,6 +458,7 @@ def prepare_experiment(config: ExperimentConfig) -> Prepared:
     check_config(config)
     if _is_main():
         probe_out(config.out)
+    probe_cache(config.cache_dir)
     threads = resolve_threads(config)
     if threads:
         torch.set_num_threads(threads)

@@ -40,3 +40,28 @@ def test_baselines_on_data_a_split_cannot_divide_is_one_error_line(tmp_path, cap
     assert baselines_main(["--data", data, "--seeds", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "needs at least 2" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("via", ["--cache-dir", "$KERNEL_CORPUS_TRAIN_CACHE", "train's cache"])
+def test_a_cache_path_that_is_a_file_is_one_error_line_before_work(tmp_path, capsys, monkeypatch, via):
+    """A cache root that is a regular file, set by the option, the variable or
+    XDG_CACHE_HOME: one line naming the path, exit 2, no --out (it was a FileExistsError
+    traceback once the dataset was loaded)."""
+    from tests.train.synthetic import write_dataset
+
+    data = write_dataset(str(tmp_path / "data"), n_families=4).root
+    blocker = tmp_path / "cache-file"
+    blocker.write_text("not a directory\n")
+    argv = ["--data", data, "--out", str(tmp_path / "out"), "--models", "default", "--seeds", "1"]
+    monkeypatch.delenv("KERNEL_CORPUS_TRAIN_CACHE", raising=False)
+    if via == "--cache-dir":
+        argv += ["--cache-dir", str(blocker)]
+    elif via.startswith("$"):
+        monkeypatch.setenv("KERNEL_CORPUS_TRAIN_CACHE", str(blocker))
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert train_main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {via} {blocker}")
+    assert "not a directory" in lines[0].lower()
+    assert not (tmp_path / "out").exists()
