@@ -52,7 +52,7 @@ from train.checkpoint import Checkpoint, load_checkpoint
 from train.data import GraphSamples, read_ir_tables
 from train.fit import predict_samples
 from train.graphs import encode_graphs
-from train.layout import out_problem
+from train.layout import SHIPPED, out_problem
 from train.metrics import validity_aware_score
 from train.ranking_view import print_ranking
 from train.tables import load_samples
@@ -242,6 +242,35 @@ def rank_ir_dir(
     )
 
 
+def _input_problem(data: str | None, ir: str | None) -> str | None:
+    """Why ``--data`` or ``--ir`` cannot be read, or None: a missing directory used to be
+    reported as a missing table or a missing candidates file, not as the path mistyped."""
+    for option, path in (("--data", data), ("--ir", ir)):
+        if path is None or "://" in path:  # fsspec URLs are checked when read
+            continue
+        if not Path(path).exists():
+            return f"{option} {path}: no such directory"
+        if not Path(path).is_dir():
+            return f"{option} {path}: not a directory"
+    return None
+
+
+def _checkpoint_problem(path: str) -> str | None:
+    """Why ``--checkpoint`` names no checkpoint, or None; a ``python -m train --out``
+    directory is pointed at the checkpoint it ships."""
+    root = Path(path)
+    if (root / "checkpoint.json").exists():
+        return None
+    if not root.exists():
+        return f"--checkpoint {path}: no such directory"
+    if (root / SHIPPED / "checkpoint.json").exists():
+        return (
+            f"--checkpoint {path}: a python -m train output, not a checkpoint; give "
+            f"--checkpoint {root / SHIPPED} (the model it ships)"
+        )
+    return f"--checkpoint {path}: no checkpoint.json there"
+
+
 def _read_candidates(path: Path) -> pl.DataFrame:
     if not path.is_file():
         raise CandidateError(f"--candidates {path}: no such file")
@@ -314,8 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m train.predict``; bad input exits 2 with a one-line message."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not Path(args.checkpoint, "checkpoint.json").exists():
-        parser.error(f"--checkpoint {args.checkpoint}: no checkpoint.json there")
+    if problem := _checkpoint_problem(args.checkpoint):
+        parser.error(problem)
     if args.data and (args.candidates or args.ir):
         parser.error("give --data, or --candidates/--ir, not both")
     if args.data and args.arch:
@@ -327,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out and (problem := out_problem(Path(args.out).parent, f"--out {args.out}: its directory")):
         parser.error(problem)  # before the ranking, not after it
     errors = Console(stderr=True)
+    if problem := _input_problem(args.data, args.ir):
+        print_error(errors, problem)
+        return 2
     try:
         checkpoint = load_checkpoint(args.checkpoint)
     except (ValueError, KeyError, OSError) as exc:  # another version, or not a checkpoint

@@ -178,6 +178,32 @@ def test_cli_refuses_a_missing_checkpoint(tmp_path):
         main(["--checkpoint", str(tmp_path), "--data", str(tmp_path)])
 
 
+def test_cli_points_a_train_output_at_the_checkpoint_it_ships(trained, tmp_path, capsys):
+    _, _, _, directory = trained
+    with pytest.raises(SystemExit):
+        main(["--checkpoint", str(directory.parent), "--data", str(tmp_path)])
+    assert f"give --checkpoint {directory} " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "candidates"),
+    [("--ir", None), ("--ir", "cands.csv"), ("--data", None)],
+    ids=["ir", "ir-with-candidates", "data"],
+)
+def test_cli_names_an_input_directory_that_does_not_exist(trained, tmp_path, capsys, option, candidates):
+    """It used to say that dataset tables need a candidates file (--ir), or that the table
+    'runs' was missing (--data)."""
+    _, _, _, directory = trained
+    missing = tmp_path / "no-such-dir"
+    argv = ["--checkpoint", str(directory), option, str(missing)]
+    if candidates:
+        (tmp_path / candidates).write_text("ir_id\nx\n")
+        argv += ["--candidates", str(tmp_path / candidates)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {option} {missing}: no such directory"]
+
+
 def test_cli_refuses_an_arch_a_dataset_would_ignore(trained, tmp_path, capsys):
     _, _, _, directory = trained
     with pytest.raises(SystemExit):
