@@ -465,6 +465,13 @@ def run_replay(
     samples, pruned = fully_measured(
         load_samples(config.data, level=level, harvests=config.harvests, keep_skipped=True)
     )
+    if samples.is_empty() and pruned:  # else the split, drawn on no run, is what complains
+        raise ValueError(
+            f"--data {config.data}: no fully measured run to replay: all {pruned} run(s) hold "
+            "configs a --budget harvest skipped (status skipped), and a tuner's cost can only "
+            "be judged on runs whose every config was measured; harvest the same runs again "
+            "into the same directory without --budget to measure the skipped configs"
+        )
     ir_tables = read_ir_tables(config.data, level)
     remeasured = (
         None

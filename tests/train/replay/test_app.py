@@ -218,3 +218,40 @@ def test_remeasured_orders_by_another_measurement_of_the_runs(harvested, trained
     with pytest.raises(SystemExit):
         main([*argv[:-1], "random,remeasured"])  # the strategy without a second measurement
     assert "needs --remeasured DIR" in capsys.readouterr().err
+
+
+def _copy_as_budgeted(source: str, target: Path) -> None:
+    """A dataset holding every table of ``source``, every non-default config ``skipped`` as a
+    ``--budget`` harvest that benchmarked only the default writes it (no timing)."""
+    from schemas import DatasetWriter, read_table
+
+    timing = ["max_abs_error", "median_ms", "mean_ms", "min_ms", "max_ms", "p20_ms", "p80_ms",
+              "std_ms", "n_reps", "samples_ms", "same_binary_as", "launch_verified"]  # fmt: skip
+    writer = DatasetWriter(str(target))
+    for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements", "runs"):
+        rows = read_table(source, table)
+        if table == "measurements":
+            frame = pl.from_arrow(rows)
+            skipped = ~pl.col("is_default")
+            rows = frame.with_columns(
+                pl.when(skipped).then(pl.lit("skipped")).otherwise(pl.col("status")).alias("status"),
+                pl.when(skipped).then(pl.lit("not benchmarked under --budget 1")).otherwise(pl.col("error")).alias("error"),
+                *[pl.when(skipped).then(None).otherwise(pl.col(c)).alias(c) for c in timing],
+            ).to_arrow().cast(rows.schema)
+        if table == "runs":
+            writer.commit_run(rows)
+        else:
+            writer.write(table, rows)
+
+
+def test_a_budgeted_harvest_with_no_fully_measured_run_says_so(harvested, trained, tmp_path, capsys):
+    """Every run of a --budget harvest holds skipped configs: the replay has no ground truth
+    and says what to do, in one line (it used to complain that the family split found 0
+    family groups)."""
+    budgeted = tmp_path / "budgeted"
+    _copy_as_budgeted(harvested, budgeted)
+    assert main(["--data", str(budgeted), "--model", str(trained), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no fully measured run to replay" in err and "skipped" in err
+    assert "without --budget" in err and "split" not in err
+
