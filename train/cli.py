@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from schemas import DatasetError
 from schemas.argtypes import non_empty_csv, number, positive_float, positive_int
 from schemas.console import print_error
+from schemas.signals import Terminated, stop_on_termination
 from train.clusters import DEFAULT_DISTANCE
 from train.experiment import (
     DEFAULT_MODELS,
@@ -283,15 +284,18 @@ def kept_after_interrupt(out: str, before: tuple[int, int] | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the experiment with a progress bar; print the report table. Returns the exit code
     (2 with a one-line message for a bad option or a dataset that cannot be trained on; 130
-    after Ctrl-C, with one line saying what ``--out`` holds instead of a traceback)."""
+    after Ctrl-C, 143 after SIGTERM and 129 after SIGHUP (a scheduler's preemption, a closed
+    terminal), with one line saying what ``--out`` holds instead of a traceback)."""
     config = parse_args(argv)
     before = _directory_identity(config.out)
     try:
-        return _run(config)
-    except KeyboardInterrupt:
+        with stop_on_termination():  # SIGTERM/SIGHUP take Ctrl-C's path: staging removed
+            return _run(config)
+    except KeyboardInterrupt as stop:
+        what = f"stopped by {stop.name}" if isinstance(stop, Terminated) else "interrupted"
         if distributed_world()[0] == 0:
-            sys.stderr.write(f"interrupted: {kept_after_interrupt(config.out, before)}\n")
-        return INTERRUPTED
+            sys.stderr.write(f"{what}: {kept_after_interrupt(config.out, before)}\n")
+        return stop.exit_code if isinstance(stop, Terminated) else INTERRUPTED
 
 
 def _run(config: ExperimentConfig) -> int:

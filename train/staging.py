@@ -9,10 +9,11 @@ into ``.OUT.partial-<pid>`` (same parent, so renaming is atomic and never copies
 when everything is there:
 
 1. ``OUT`` is renamed to ``.OUT.replaced-<pid>``, then ``.OUT.partial-<pid>`` to ``OUT``
-   (Ctrl-C and SIGTERM wait until both are done);
+   (Ctrl-C, SIGTERM and SIGHUP wait until both are done);
 2. ``.OUT.replaced-<pid>`` is removed.
 
-An interrupted or failed run removes its partial directory; one killed outright leaves it, and
+An interrupted (Ctrl-C, SIGTERM, SIGHUP: :mod:`schemas.signals`) or failed run removes its
+partial directory; one killed outright (SIGKILL) leaves it, and
 the next run into the same ``OUT`` (:func:`recover_stale`) removes what a dead process left: a
 partial directory, an old output it had moved aside, or (killed between the two renames, no
 ``OUT`` left) puts the old output back.
@@ -31,13 +32,14 @@ from pathlib import Path
 from types import FrameType
 
 from schemas.machine import process_alive
+from schemas.signals import TERMINATION_SIGNALS
 from train.layout import OUTPUT_NAMES, out_problem
 
 PARTIAL = "partial"
 """Tag of the directory a run builds its output in."""
 REPLACED = "replaced"
 """Tag of the earlier output while it is being replaced."""
-DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+DEFERRED_SIGNALS = (signal.SIGINT, *TERMINATION_SIGNALS)
 
 
 def real_out(out: str | Path) -> Path:
@@ -107,7 +109,7 @@ def recover_stale(out: str | Path) -> None:
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM until the block ends, then deliver them: a signal between the
+    """Hold Ctrl-C, SIGTERM and SIGHUP until the block ends, then deliver them: a signal between the
     two renames of :func:`publish` would leave no ``OUT``. Only the main thread can set signal
     handlers; elsewhere the block runs as is."""
     if threading.current_thread() is not threading.main_thread():

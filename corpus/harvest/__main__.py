@@ -24,7 +24,6 @@ from corpus.destination import add_force_out
 from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
 from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
-from corpus.harvest.signals import Terminated, stop_on_termination
 from corpus.suite.registry import BUILTIN_SUITE
 from corpus.suite.spec import SCALES
 from corpus.terminal import PipeSafeStdout
@@ -40,6 +39,7 @@ from schemas.argtypes import (
 )
 from schemas.console import print_error
 from schemas.helptext import plain
+from schemas.signals import Terminated, stop_on_termination
 
 DEVICES = "auto, cpu, cuda or cuda:N[,M...] (e.g. cuda:0,1)"
 

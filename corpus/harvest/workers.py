@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
-from corpus.harvest.signals import ignore_stop_signals
 from schemas.machine import process_alive
+from schemas.signals import ignore_stop_signals
 
 Handler = Callable[[Any], Any]
 

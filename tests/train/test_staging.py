@@ -3,8 +3,11 @@ interrupted, failed or killed run never leaves an ``--out`` that mixes two runs'
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,8 +16,8 @@ import torch
 
 from tests.train.synthetic import write_dataset
 from train.cli import main
-from train.layout import seed_checkpoints
-from train.staging import PARTIAL, REPLACED, recover_stale, sibling, signals_deferred
+from train.layout import SPLITS_FILE, seed_checkpoints
+from train.staging import PARTIAL, REPLACED, real_out, recover_stale, sibling, signals_deferred
 
 
 @pytest.fixture()
@@ -175,3 +178,38 @@ def test_ctrl_c_while_swapping_waits_until_the_swap_is_done():
         reached_the_end = True
     assert reached_the_end
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _signal_once_staging(out: Path, number: int) -> threading.Thread:
+    """A thread sending ``number`` to this process once the run builds its hidden output."""
+    partial = sibling(real_out(out), PARTIAL)
+
+    def send() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (partial / SPLITS_FILE).is_file():
+            time.sleep(0.01)
+        os.kill(os.getpid(), number)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(("number", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_or_sighup_stops_the_run_as_ctrl_c_does(data, tmp_path, capsys, number, code):
+    """A scheduler's SIGTERM or a closed terminal's SIGHUP used to kill the run without a word,
+    leaving its hidden staging directory: now one line naming the signal, 128 + its number,
+    no --out, nothing left beside it, and the handlers as they were."""
+    out = tmp_path / "out"
+    before = signal.getsignal(number)
+    sender = _signal_once_staging(out, number)
+    argv = _argv(data, out, tmp_path, "--models", "mlp", "--seeds", "3", "--epochs", "30", "--patience", "30")
+    assert _main_after_ctrl_c(argv) == code
+    sender.join()
+    name = signal.Signals(number).name
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"stopped by {name}: nothing; no --out {out} was written"
+    assert not any("Traceback" in line for line in err)
+    assert not out.exists() and _leftovers(out) == []
+    assert signal.getsignal(number) is before
+

@@ -1,4 +1,4 @@
-"""A termination signal stops a harvest the way Ctrl-C does (corpus.harvest.signals), in this
+"""A termination signal stops a harvest the way Ctrl-C does (schemas.signals), in this
 process: the handler, and a harvest stopped by a real SIGTERM."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from corpus.harvest.signals import Terminated, stop_on_termination
 from schemas import read_table
 from schemas.check import check_dataset
+from schemas.signals import Terminated, stop_on_termination
 from tests.corpus.harvest.conftest import harvest_in_process
 
 

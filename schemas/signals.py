@@ -1,27 +1,35 @@
-"""Signals that stop a harvest the way Ctrl-C does.
+"""Signals that stop a long command the way Ctrl-C does: the harvest and ``python -m train``.
 
 A batch scheduler preempting a job (Slurm, Kubernetes) sends SIGTERM, and a closed terminal
-sends SIGHUP; by default either kills the harvest at once, losing the runs it finished since
-its last write (up to ``--flush-every`` seconds of work). :func:`stop_on_termination` turns
-them into :class:`Terminated`, a KeyboardInterrupt, so they take Ctrl-C's path: workers
-stopped, finished runs committed, the rest left for a rerun.
+sends SIGHUP; by default either kills the process at once, without a word: a harvest loses the
+runs it finished since its last write (up to ``--flush-every`` seconds of work), and
+``python -m train`` leaves its hidden staging directory behind. :func:`stop_on_termination`
+turns them into :class:`Terminated`, a KeyboardInterrupt, so they take Ctrl-C's path: a harvest
+stops its workers, commits its finished runs and leaves the rest for a rerun; ``python -m
+train`` removes its staging directory and leaves ``--out`` as it was. The command prints one
+line naming the signal and exits 128 + its number (:attr:`Terminated.exit_code`), as a shell
+reports a process the signal ended.
 
-Workers ignore both, and SIGINT too (:func:`ignore_stop_signals`): a terminal's Ctrl-C and a
-scheduler's SIGTERM reach the whole process group, and a worker interrupted mid-request would
-answer with an error the harvest could record as the config's outcome. The harvest stops its
-workers itself; one whose harvest died is killed by the kernel
-(:func:`corpus.harvest.workers.die_with_parent`).
+A harvest's workers ignore both, and SIGINT too (:func:`ignore_stop_signals`): a terminal's
+Ctrl-C and a scheduler's SIGTERM reach the whole process group, and a worker interrupted
+mid-request would answer with an error the harvest could record as the config's outcome. The
+harvest stops its workers itself; one whose harvest died is killed by the kernel
+(``corpus.harvest.workers.die_with_parent``).
+
+It lives in ``schemas``, the layer every command imports, because ``train`` may not import
+``corpus``.
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
 TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that end a harvest the way Ctrl-C does."""
+"""Signals that end a command the way Ctrl-C does."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -48,8 +56,12 @@ def stop_on_termination(signals: tuple[int, ...] = TERMINATION_SIGNALS) -> Itera
 
     A signal this process ignores when the block starts stays ignored (``nohup`` ignores
     SIGHUP). After the first one, all of them are ignored until the block ends, so a scheduler
-    repeating its SIGTERM does not interrupt the commit of finished runs. Must be entered in the
-    main thread (Python runs signal handlers only there). Previous handlers come back at exit."""
+    repeating its SIGTERM does not interrupt the commit of finished runs. Python runs signal
+    handlers in the main thread only: elsewhere the block runs as is. Previous handlers come
+    back at exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     # None: a handler installed outside Python, which cannot be put back; the default stands in
     previous = {number: signal.getsignal(number) or signal.SIG_DFL for number in signals}
     caught = [number for number, handler in previous.items() if handler is not signal.SIG_IGN]
