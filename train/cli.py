@@ -186,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--final-model",
         choices=NEURAL,
         default=None,
-        help="model --final trains (default: the best neural model by mean test tau)",
+        help="model --final trains, only with --final (default: the best neural model by mean "
+        "test tau)",
     )
     parser.add_argument(
         "--exclude-families",

@@ -173,6 +173,10 @@ def check_config(config: ExperimentConfig) -> None:
         raise UsageError(f"--loss must be one of {', '.join(RANKING_LOSSES)}")
     if config.final_model is not None and config.final_model not in NEURAL:
         raise UsageError(f"--final-model {config.final_model}: choose one of {', '.join(NEURAL)}")
+    if config.final_model is not None and not config.final:  # it would ship another model
+        raise UsageError(
+            f"--final-model {config.final_model}: names the model --final trains; add --final"
+        )
     if config.final and config.final_model is None and not _neural(config):
         raise UsageError(
             f"--final trains a neural model: add one of {', '.join(NEURAL)} to --models "

@@ -65,3 +65,15 @@ def test_a_cache_path_that_is_a_file_is_one_error_line_before_work(tmp_path, cap
     assert len(lines) == 1 and lines[0].startswith(f"error: {via} {blocker}")
     assert "not a directory" in lines[0].lower()
     assert not (tmp_path / "out").exists()
+
+
+def test_final_model_without_final_is_refused(tmp_path, capsys):
+    """--final-model alone used to be ignored: the run shipped another model without a word."""
+    from tests.train.synthetic import write_dataset
+
+    data = write_dataset(str(tmp_path / "data"), n_families=4).root
+    out = tmp_path / "out"
+    assert train_main(["--data", data, "--out", str(out), "--final-model", "mlp", "--models", "mlp"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["error: --final-model mlp: names the model --final trains; add --final"]
+    assert not out.exists()
