@@ -12,7 +12,7 @@ from pathlib import Path
 from schemas import DatasetError
 from schemas.argtypes import number, positive_int
 from train.guide import EiSettings
-from train.layout import out_problem
+from train.layout import META, out_problem
 from train.replay.app import (
     HELD_OUT,
     REPLAY_HARVESTS,
@@ -151,10 +151,30 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         config = replace(
             config, out=str(default_out(Path(config.model), selection, config.partition))
         )
-    problem = out_problem(config.out)
+    problem = _out_clash(config) or out_problem(config.out)
     if problem is not None:  # before the replay, not after it
         parser.error(problem)
     return config
+
+
+def _out_clash(config: ReplayConfig) -> str | None:
+    """Why ``--out`` would mix the replay's files into the dataset or into the ``python -m
+    train`` output it replays, or None. In the dataset they lay a ``runs.parquet`` beside its
+    ``runs`` table; in the train output they are files a rerun of ``python -m train`` refuses
+    to delete, so the rerun stops until they are removed by hand."""
+    assert config.out is not None
+    out = Path(config.out).resolve()
+    if "://" not in config.data and out == Path(config.data).resolve():
+        return f"--out {config.out}: is the dataset --data; name a directory of its own"
+    model = Path(config.model).resolve()
+    if out == model and not (model / META).is_file():
+        selection = select_checkpoints(model, config.model_name, config.split)
+        return (
+            f"--out {config.out}: is the python -m train output --model, which its next run "
+            "would refuse to replace holding the replay's files; without --out the replay goes "
+            f"to {default_out(model, selection, config.partition)}"
+        )
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

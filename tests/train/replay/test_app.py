@@ -140,6 +140,10 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
         (["--model", str(trained), "--harvests", "all"], "invalid choice: 'all'"),
         (["--model", str(trained), "--out", str(afile / "replay")], "cannot write there (Not a directory)"),
         (["--model", str(trained), "--out", str(afile)], "exists and is not a directory"),
+        # the replay's files used to land in the dataset, or in the train output, whose rerun
+        # then refused to replace it
+        (["--model", str(trained), "--out", harvested], "is the dataset --data"),
+        (["--model", str(trained), "--out", str(trained)], f"goes to {trained / 'replay' / 'gnn-family'}"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["--data", harvested, *argv])
