@@ -80,6 +80,18 @@ def stop_on_termination(signals: tuple[int, ...] = TERMINATION_SIGNALS) -> Itera
             signal.signal(number, handler)
 
 
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as a shell reports a command it interrupted."""
+
+
+def stopped(stop: KeyboardInterrupt) -> tuple[str, int]:
+    """How a command says it was stopped by Ctrl-C or by a termination signal, and its exit
+    code: ``("interrupted", 130)``, ``("stopped by SIGTERM", 143)``."""
+    if isinstance(stop, Terminated):
+        return f"stopped by {stop.name}", stop.exit_code
+    return "interrupted", INTERRUPTED
+
+
 def ignore_stop_signals() -> None:
     """Ignore SIGINT and the termination signals in this process (a worker: its harvest stops
     it)."""

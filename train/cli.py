@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from schemas import DatasetError
 from schemas.argtypes import non_empty_csv, number, positive_float, positive_int
 from schemas.console import print_error
-from schemas.signals import Terminated, stop_on_termination
+from schemas.signals import stop_on_termination, stopped
 from train.clusters import DEFAULT_DISTANCE
 from train.experiment import (
     DEFAULT_MODELS,
@@ -257,10 +257,6 @@ def _init_distributed(config: ExperimentConfig) -> ExperimentConfig:
     return config
 
 
-INTERRUPTED = 130
-"""Exit code after Ctrl-C (128 + SIGINT), as a shell reports a command it interrupted."""
-
-
 def _directory_identity(path: str) -> tuple[int, int] | None:
     """(device, inode) of ``path``, None when it does not exist: the finished run swaps in a
     new directory, so a changed identity says ``--out`` is this run's."""
@@ -293,10 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with stop_on_termination():  # SIGTERM/SIGHUP take Ctrl-C's path: staging removed
             return _run(config)
     except KeyboardInterrupt as stop:
-        what = f"stopped by {stop.name}" if isinstance(stop, Terminated) else "interrupted"
+        what, code = stopped(stop)
         if distributed_world()[0] == 0:
             sys.stderr.write(f"{what}: {kept_after_interrupt(config.out, before)}\n")
-        return stop.exit_code if isinstance(stop, Terminated) else INTERRUPTED
+        return code
 
 
 def _run(config: ExperimentConfig) -> int:

@@ -36,6 +36,7 @@ from rich.text import Text
 from schemas import DatasetError, read_table
 from schemas.argtypes import positive_int
 from schemas.console import print_error
+from schemas.signals import stop_on_termination, stopped
 from train.baselines.analytic import analytic_prior
 from train.candidates import (
     CandidateError,
@@ -340,7 +341,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m train.predict``; bad input exits 2 with a one-line message."""
+    """``python -m train.predict``; bad input exits 2 with a one-line message; Ctrl-C 130,
+    SIGTERM 143 and SIGHUP 129, with one line instead of a traceback."""
+    try:
+        with stop_on_termination():
+            return _predict(argv)
+    except KeyboardInterrupt as stop:
+        what, code = stopped(stop)
+        sys.stderr.write(f"{what}: the ranking was not finished\n")
+        return code
+
+
+def _predict(argv: Sequence[str] | None) -> int:
+    """:func:`main` inside its signal handling."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if problem := _checkpoint_problem(args.checkpoint):

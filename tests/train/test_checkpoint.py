@@ -204,6 +204,30 @@ def test_cli_names_an_input_directory_that_does_not_exist(trained, tmp_path, cap
     assert err == [f"error: {option} {missing}: no such directory"]
 
 
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_cli_stopped_while_ranking_says_so_in_one_line(trained, harvested, capsys, name, code):
+    """Ctrl-C used to end the ranking with a KeyboardInterrupt traceback, SIGTERM without a
+    word. The first forward pass of the model sends the signal."""
+    import os
+    import signal
+
+    _, _, _, directory = trained
+
+    def hook(module: torch.nn.Module, args: object, output: object) -> None:
+        handle.remove()
+        os.kill(os.getpid(), signal.Signals[name])
+
+    handle = torch.nn.modules.module.register_module_forward_hook(hook)
+    try:
+        assert main(["--checkpoint", str(directory), "--data", harvested]) == code
+    except KeyboardInterrupt:
+        pytest.fail("the signal escaped python -m train.predict's main as a traceback")
+    finally:
+        handle.remove()
+    what = "interrupted" if name == "SIGINT" else f"stopped by {name}"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"{what}: the ranking was not finished"
+
+
 def test_cli_refuses_an_arch_a_dataset_would_ignore(trained, tmp_path, capsys):
     _, _, _, directory = trained
     with pytest.raises(SystemExit):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from schemas import DatasetError
 from schemas.argtypes import number, positive_int
+from schemas.signals import stop_on_termination, stopped
 from train.guide import EiSettings
 from train.layout import META, out_problem
 from train.replay.app import (
@@ -178,8 +179,23 @@ def _out_clash(config: ReplayConfig) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the replay, write its outputs, print the report. Returns the exit code."""
+    """Run the replay, write its outputs, print the report. Returns the exit code: 2 after
+    bad input; 130 after Ctrl-C, 143 after SIGTERM and 129 after SIGHUP, with one line instead
+    of a traceback."""
     config = parse_args(argv)
+    writing: list[bool] = []  # set once the outputs are being written
+    try:
+        with stop_on_termination():
+            return _replay(config, writing)
+    except KeyboardInterrupt as stop:
+        what, code = stopped(stop)
+        left = f"--out {config.out} may hold part of its files" if writing else "nothing written"
+        print(f"{what}: {left}", file=sys.stderr)
+        return code
+
+
+def _replay(config: ReplayConfig, writing: list[bool]) -> int:
+    """:func:`main` after parsing (``writing`` gets an item when the outputs are written)."""
     selection = select_checkpoints(Path(config.model), config.model_name, config.split)
     print(
         f"replaying {selection.name} on {'the ' + selection.kind if selection.kind else 'no'} "
@@ -206,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     assert config.out is not None
+    writing.append(True)
     print(write_outputs(Path(config.out), outcomes, config.strategies, meta))
     print(f"wrote {config.out}/replay.md, replay.json, runs.parquet, regret.png", file=sys.stderr)
     return 0

@@ -259,3 +259,42 @@ def test_a_budgeted_harvest_with_no_fully_measured_run_says_so(harvested, traine
     assert "no fully measured run to replay" in err and "skipped" in err
     assert "without --budget" in err and "split" not in err
 
+
+@pytest.fixture()
+def signal_at_first_forward():
+    """Arm: the first forward pass of any torch module (the model scoring a run) sends the
+    given signal to this process."""
+    import os
+
+    import torch
+
+    handles = []
+
+    def arm(number: int) -> None:
+        def hook(module: torch.nn.Module, args: object, output: object) -> None:
+            handles[0].remove()
+            os.kill(os.getpid(), number)
+
+        handles.append(torch.nn.modules.module.register_module_forward_hook(hook))
+
+    yield arm
+    for handle in handles:
+        handle.remove()
+
+
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_stopped_replay_says_so_in_one_line(harvested, trained, tmp_path, capsys, signal_at_first_forward, name, code):
+    """Ctrl-C used to end the replay with a KeyboardInterrupt traceback, SIGTERM and SIGHUP
+    without a word."""
+    import signal
+
+    out = tmp_path / "r"
+    signal_at_first_forward(signal.Signals[name])
+    try:
+        assert main(["--data", harvested, "--model", str(trained), "--out", str(out), "--strategies", "model"]) == code
+    except KeyboardInterrupt:
+        pytest.fail("the signal escaped python -m train.replay's main as a traceback")
+    what = "interrupted" if name == "SIGINT" else f"stopped by {name}"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"{what}: nothing written"
+    assert not (out / "replay.md").exists()
+
