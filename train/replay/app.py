@@ -298,10 +298,13 @@ def partitions(
         return split_frame(samples, splits, "train"), split_frame(samples, splits, config.partition), None
     splits = redraw_split(config, samples, seed_model, level)
     held = split_frame(samples, splits, config.partition)
-    note = (
-        f"seed {seed_model.seed}: no splits.parquet matching --data beside the checkpoint; "
-        f"the {seed_model.split} split was drawn again as python -m train drew it"
+    stored = find_splits_file(seed_model.path)
+    why = (
+        "no splits.parquet beside the checkpoint"
+        if stored is None
+        else f"{stored} names no run of --data for this seed (a model trained on other data)"
     )
+    note = f"seed {seed_model.seed}: {why}; the {seed_model.split} split was drawn again as python -m train drew it"
     trained_on = set(seed_model.model.checkpoint.seen.get("families", []))
     seen_held = sorted(set(held["family"].unique().to_list()) & trained_on)
     if seed_model.split in FAMILY_KINDS and seen_held:  # they would pass for unseen kernels

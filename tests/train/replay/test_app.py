@@ -100,6 +100,19 @@ def test_a_checkpoint_without_its_splits_file_redraws_the_same_split(harvested, 
     assert set(runs["run_id"]) == expected and set(runs["seed"]) == {1}
 
 
+def test_a_splits_file_of_other_data_is_named_when_the_split_is_redrawn(harvested, trained, tmp_path, capsys):
+    """A checkpoint whose output's splits.parquet names none of --data's runs (a model trained
+    on another dataset): the note says so, rather than that no splits file is there."""
+    model = tmp_path / "other" / "checkpoints" / "gnn" / "family" / "seed-1"
+    shutil.copytree(trained / "checkpoints" / "gnn" / "family" / "seed-1", model)
+    splits = pl.read_parquet(trained / "splits.parquet")
+    splits.with_columns(pl.lit("run-of-other-data").alias("run_id")).write_parquet(tmp_path / "other" / "splits.parquet")
+    argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
+    main(argv)
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "splits.parquet names no run of --data for this seed (a model trained on other data)" in printed
+
+
 def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, trained, tmp_path, capsys):
     """A checkpoint replayed on data its split cannot be found for: the split drawn again may
     hold out families the model trained on (another dataset's model); their runs are left out,
