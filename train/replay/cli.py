@@ -53,7 +53,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     parser.add_argument(
         "--model-name",
         help="neural model of a python -m train output: gnn, gnn-plain or mlp (default: the one "
-        "its checkpoint/ ships, else the first it trained)",
+        "its checkpoint/ ships, else the first of gnn, gnn-plain, mlp it holds)",
     )
     parser.add_argument(
         "--split",

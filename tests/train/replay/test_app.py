@@ -311,3 +311,12 @@ def test_a_stopped_replay_says_so_in_one_line(harvested, trained, tmp_path, caps
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"{what}: nothing written"
     assert not (out / "replay.md").exists()
 
+
+
+def test_without_a_shipped_checkpoint_the_default_model_is_the_first_of_gnn_gnn_plain_mlp(tmp_path):
+    """--model-name's default, as its help says: the model checkpoint/ ships, else the first of
+    gnn, gnn-plain, mlp the output holds (whatever order --models gave)."""
+    from train.replay.app import _default_name
+
+    assert _default_name(tmp_path, ["mlp", "gnn-plain"]) == "gnn-plain"
+    assert _default_name(tmp_path, ["mlp", "gnn"]) == "gnn"
