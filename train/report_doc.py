@@ -56,6 +56,7 @@ FILES = (
     ("report.md", "this report, with the plots"),
     ("metrics.json", "every number, per seed and per run"),
     ("checkpoint", "the model, for python -m train.predict"),
+    ("checkpoints", "every seed's model per neural model and split, for python -m train.replay"),
     ("splits.parquet", "the runs each seed trained, validated and tested on"),
 )
 
@@ -615,7 +616,7 @@ def print_report(console: Console, doc: ReportDoc) -> None:
         return
     console.print()
     where = doc.out_dir.rstrip("/") + "/"
-    listing = [(n + ("/" if n == "checkpoint" else ""), w) for n, w in doc.files]
+    listing = [(n + ("/" if n in ("checkpoint", "checkpoints") else ""), w) for n, w in doc.files]
     if doc.images:
         listing.append(("plots", f"{', '.join(doc.images)} ({doc.plots_of})"))
     if left_out:

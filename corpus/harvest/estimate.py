@@ -209,17 +209,17 @@ def describe(estimate: HarvestEstimate, where: str) -> list[str]:
     if not estimate.runs:
         return [f"estimated duration {where}: nothing to do"]
     lines = [
-        f"estimated duration {where}: {duration_text(estimate.total_s)} for {estimate.runs} run(s), "
+        f"estimated duration {where}: {duration_text(estimate.total_s)} for {estimate.runs:,} run(s), "
         + (
-            f"{estimate.configs} measured config(s)"
+            f"{estimate.configs:,} measured config(s)"
             if estimate.compiled is None
-            else f"at most {estimate.configs} of {estimate.compiled} compiled config(s) benchmarked"
+            else f"at most {estimate.configs:,} of {estimate.compiled:,} compiled config(s) benchmarked"
         ),
         f"  compile: {duration_text(estimate.compile_cpu_s)} of CPU on {estimate.workers} worker(s) -> "
         f"{duration_text(estimate.compile_s)}",
     ]
     lines += [
-        f"  {lane.device}: {lane.runs} run(s), {lane.configs} config(s) -> {duration_text(lane.seconds)}"
+        f"  {lane.device}: {lane.runs:,} run(s), {lane.configs:,} config(s) -> {duration_text(lane.seconds)}"
         for lane in estimate.lanes
     ]
     lines.append(f"  basis: measured compile costs; {estimate.basis}")

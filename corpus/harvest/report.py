@@ -203,14 +203,18 @@ TIME_MEANING = {
 
 
 def format_duration(seconds: float) -> str:
-    """``42.3 s``, ``3 min 12 s``, ``2 h 05 min``: a duration as a person reads it."""
+    """``42.3 s``, ``3 min 12 s``, ``2 h 05 min``, ``4,919 days 07 h``: a duration as a person
+    reads it (days from 48 hours on)."""
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, secs = divmod(round(seconds), 60)
     if minutes < 60:
         return f"{minutes} min {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days:,} days {hours:02d} h"
 
 
 def timing_line(runs: Sequence[RunSummary]) -> str:

@@ -39,6 +39,8 @@ def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, ca
     models = {line.split()[0] for line in printed.splitlines() if line.strip()}
     assert {"gnn", "mlp", "random", "analytic"} <= models
     assert f"files in {out}/" in printed
+    listed = {line.split()[0] for line in printed.split(f"files in {out}/")[1].splitlines() if line[:1].strip()}
+    assert {"checkpoint/", "checkpoints/", "metrics.json", "splits.parquet"} <= listed
     assert (out / "checkpoint" / "model.safetensors").exists()
     metrics = json.loads((out / "metrics.json").read_text())
     got = {(r["split_kind"], r["model"], r["partition"], r["seed"]) for r in metrics["results"]}

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.cluster import RunDone, cluster_totals
-from corpus.harvest.report import BestOfRun, RunSummary, print_summary, timing_line
+from corpus.harvest.report import BestOfRun, RunSummary, format_duration, print_summary, timing_line
 from corpus.harvest.settings import read_settings
 from corpus.terminal import ListingRow, grouped_listing
 
@@ -170,3 +170,11 @@ def test_the_timing_line_names_twins_only_when_there_are_some():
     assert alone == "thread_cpu timer, 4 interleaved passes x 1 rep per config"
     twinned = timing_line([RunSummary(best, timing, 1), RunSummary(best, timing, 2)])
     assert twinned.endswith("; 3 configs timed once for a twin (identical binary and launch)")
+
+
+def test_durations_read_as_a_person_reads_them():
+    assert format_duration(42.34) == "42.3 s"
+    assert format_duration(192) == "3 min 12 s"
+    assert format_duration(2 * 3600 + 5 * 60) == "2 h 05 min"
+    assert format_duration(47 * 3600) == "47 h 00 min"
+    assert format_duration(4919 * 86400 + 7 * 3600) == "4,919 days 07 h"  # not '118063 h 00 min'
