@@ -505,7 +505,10 @@ def scan_table(
     ``"latest"`` / ``"pooled"`` (one harvest per run, as in :func:`read_table`), the gated
     pyarrow read is wrapped. Every file's footer is checked when the frame is made; the check
     for repeated ``runs``/``measurements`` keys runs when the frame is first collected (once
-    per set of files, :mod:`schemas.verdicts`) and raises :class:`RepeatedKeyError` there.
+    per set of files, :mod:`schemas.verdicts`) and raises :class:`RepeatedKeyError` there
+    (committed measurements: also :class:`IncompleteRunError`); until then, filters are applied
+    after that check rather than pushed into the scan, so a filter matching no stored row still
+    meets it.
 
     The frame holds its files open (up to :data:`PIN_LIMIT` files; beyond that it names them),
     so a concurrent ``compact`` that deletes them later does not break it.
@@ -564,9 +567,16 @@ def _lazy_frame(
         frame = frame.unique(subset=list(table_spec(table).key), keep="first", maintain_order=True)
     complete = commits is None or verdicts.known(loc, COMPLETE_VERDICT, (*found.stats, *commits.found.stats))
     if table in UNIQUE_KEYED and not (verdicts.known(loc, table, found.stats) and complete):
+        check = _KeyCheck(loc, table, found, commits)
+        if found.rows == 0:  # polars calls no function on an empty scan; nothing to read anyway
+            check(pl.DataFrame())
+        # Filters stay above the check until it has passed for this file set: polars calls a
+        # function on no batch when a filter pushed into the scan leaves no row, and a filter
+        # that matches nothing stored (the rows of a run whose file was lost) is exactly where
+        # the lost rows would have been. Frames made once the verdict is known skip the check.
         frame = frame.map_batches(
-            _KeyCheck(loc, table, found, commits),
-            predicate_pushdown=True,
+            check,
+            predicate_pushdown=False,
             projection_pushdown=True,
             slice_pushdown=True,
             streamable=True,

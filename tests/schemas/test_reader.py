@@ -179,6 +179,41 @@ def test_a_scan_leaves_the_commit_join_out_only_when_no_row_can_be_uncommitted(d
         scan_table(dataset, "measurements").filter(pl.col("run_id") == "run0000000000006").collect()
 
 
+def test_a_scan_filtered_to_nothing_still_refuses_a_run_that_lost_its_rows(dataset):
+    """The lazy checks ran on the first batch, so a filter that left no row skipped them: a
+    scan for the rows of a run whose file was lost returned an empty frame without a word
+    (read_table with the same filter raises), and so did any filter the lost rows would match."""
+    (victim,) = _measurement_files_of(dataset, "run0000000000001")
+    victim.unlink()
+    with pytest.raises(IncompleteRunError, match="run0000000000001"):
+        read_table(dataset, "measurements", filters=[("run_id", "=", "run0000000000001")])
+    frame = scan_table(dataset, "measurements")
+    with pytest.raises(IncompleteRunError, match="run0000000000001"):
+        frame.filter(pl.col("run_id") == "run0000000000001").collect()
+    with pytest.raises(IncompleteRunError):
+        frame.filter(pl.col("median_ms") > 100).collect(engine="streaming")
+    with pytest.raises(IncompleteRunError):
+        frame.filter(pl.col("run_id") == "no such run").select(pl.len()).collect()
+    assert frame.head(0).collect().height == 0  # no row asked for: nothing to refuse
+
+
+def test_a_scan_of_measurement_files_holding_no_row_refuses_the_committed_runs(dataset):
+    """Every measurement file replaced by one with no row: polars scanned nothing, called no
+    function, and the scan returned an empty table for three committed runs."""
+    files = sorted(Path(dataset, "measurements").rglob("*.parquet"))
+    pq.write_table(pq.read_table(files[0]).slice(0, 0), files[0].with_name("part-empty.parquet"))
+    for path in files:
+        path.unlink()
+    with pytest.raises(IncompleteRunError, match="3 committed run"):
+        scan_table(dataset, "measurements").collect()
+
+
+def test_a_scan_filtered_to_nothing_still_refuses_repeated_keys(dataset):
+    DatasetWriter(dataset).write("measurements", sample_rows(0)["measurements"])  # a repeat lands
+    with pytest.raises(RepeatedKeyError):
+        scan_table(dataset, "measurements").filter(pl.col("median_ms") > 100).collect()
+
+
 # -- the key check runs once per set of files -------------------------------------------------
 
 
