@@ -71,7 +71,10 @@ def typed_candidates(candidates: pl.DataFrame) -> pl.DataFrame:
     columns (``grid``, ``config_params``, ``problem_dims``, ...) parsed from JSON text where
     they are strings (a CSV's ``[64, 1, 1]``, ``[{"name": "BLOCK", "value": 256}]``).
 
-    Raises CandidateError naming the column and an example value that does not convert."""
+    Raises CandidateError naming the column and an example value that does not convert, or
+    that would change in converting: a fraction where an integer belongs (``4.5`` warps, a grid
+    of ``[1.7, 2]``), a number out of the column's range, a number where a list belongs, a JSON
+    object whose keys are not the struct's fields (polars would round, truncate or store null)."""
     template = _template().schema
     fixes = {
         name: template[name]
@@ -80,27 +83,79 @@ def typed_candidates(candidates: pl.DataFrame) -> pl.DataFrame:
     }
     frame = candidates
     for name, dtype in fixes.items():
+        source = candidates.schema[name]
         column = pl.col(name)
-        if dtype.is_nested() and candidates.schema[name] == pl.String:
-            converted = column.str.json_decode(dtype)
-        else:
-            converted = column.cast(dtype, strict=True)
+        from_json = dtype.is_nested() and source == pl.String
+        converted = column.str.json_decode(dtype) if from_json else column.cast(dtype, strict=True)
         try:
             frame = frame.with_columns(converted.alias(name))
         except (pl.exceptions.PolarsError, ValueError) as exc:
             example = candidates[name].drop_nulls().head(1).to_list()
             shown = repr(example[0]) if example else "?"
             raise CandidateError(
-                f"candidates column {name}: {candidates.schema[name]} values such as {shown} do not "
+                f"candidates column {name}: {source} values such as {shown} do not "
                 f"convert to {dtype} ({str(exc).splitlines()[0]})"
             ) from None
+        changed = _changed_json(candidates[name], frame[name]) if from_json else _changed(candidates[name], frame[name])
+        if changed is not None:
+            raise CandidateError(
+                f"candidates column {name}: {source} values such as {changed!r} do not fit "
+                f"{dtype} (converting would change them)"
+            )
     return frame
+
+
+def _changed(original: pl.Series, converted: pl.Series) -> Any:
+    """A value of ``original`` (numbers or lists of them) that ``converted`` does not hold
+    exactly (a cast that rounded or truncated it), or None. Text converts by parsing, which
+    either holds the value or fails."""
+    if original.dtype == pl.String:
+        return None
+    back = converted.cast(original.dtype, strict=False)
+    differs = (back != original).fill_null(False) | (back.is_null() & original.is_not_null())
+    if not differs.any():
+        return None
+    return original.filter(differs).to_list()[0]
+
+
+def _changed_json(original: pl.Series, decoded: pl.Series) -> str | None:
+    """A JSON text of ``original`` whose value is not what ``decoded`` holds for it (polars
+    decodes what does not fit the type, a fraction, an out-of-range number, a key the struct
+    lacks, as a truncated number or null), or None."""
+    for text, value in zip(original.to_list(), decoded.to_list()):
+        if text is None:
+            continue
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return text
+        if not _same_json(parsed, value):
+            return text
+    return None
+
+
+def _same_json(parsed: Any, value: Any) -> bool:
+    """Whether the decoded ``value`` is the JSON value ``parsed``: same shape, same keys, equal
+    numbers (``512.0`` is ``512``; ``true`` is no number)."""
+    if isinstance(parsed, list):
+        return isinstance(value, list) and len(parsed) == len(value) and all(map(_same_json, parsed, value))
+    if isinstance(parsed, dict):
+        return isinstance(value, dict) and parsed.keys() == value.keys() and all(
+            _same_json(parsed[k], value[k]) for k in parsed
+        )
+    if isinstance(parsed, bool) or isinstance(value, bool):
+        return type(parsed) is type(value) and parsed == value
+    return parsed == value
 
 
 def read_candidates_csv(path: str | Path) -> pl.DataFrame:
     """A candidates CSV, typed as :func:`typed_candidates` types a frame: text columns stay
     text (a ``run_id`` of digits keeps its leading zeros), list columns are JSON text."""
     header = pl.read_csv(path, n_rows=0).columns
+    named = pl.read_csv(path, n_rows=1, has_header=False, infer_schema=False).row(0) if header else ()
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if twice:  # polars would rename the second one, and the first would be used without a word
+        raise CandidateError(f"{path}: column(s) named twice: {', '.join(map(str, twice))}")
     template = _template().schema
     as_text = {
         name: pl.String
