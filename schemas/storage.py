@@ -163,14 +163,40 @@ def partition_values(loc: Location, table: str, path: str) -> dict[str, str]:
 
 
 def read_footer(loc: Location, path: str) -> pq.FileMetaData:
-    """Parquet footer of ``path``; CorruptFileError naming the file when unreadable."""
+    """Parquet footer of ``path``; CorruptFileError naming the file when unreadable, or when
+    a column chunk's physical type is not its schema column's (:func:`chunk_type_problem`)."""
     try:
         with loc.fs.open_input_file(path) as handle:
-            return pq.ParquetFile(handle).metadata
+            metadata = pq.ParquetFile(handle).metadata
     except (OSError, pa.ArrowException) as exc:
         if vanished(loc, path):
             raise FileVanishedError(path) from exc
         raise CorruptFileError(path, exc) from exc
+    problem = chunk_type_problem(metadata)
+    if problem:
+        raise CorruptFileError(path, problem)
+    return metadata
+
+
+def chunk_type_problem(metadata: pq.FileMetaData) -> str | None:
+    """What is wrong when a column chunk of the footer names another physical type than its
+    schema column (one flipped bit of the footer, which no checksum covers): pyarrow aborts
+    the whole process (an uncaught C++ exception) on the first read of its statistics or
+    pages, so this is checked before anything else touches them."""
+    schema = metadata.schema
+    expected = [schema.column(i).physical_type for i in range(len(schema))]
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        if row_group.num_columns != len(expected):
+            return f"footer: row group {group} has {row_group.num_columns} column chunks, the schema {len(expected)} columns"
+        for index, want in enumerate(expected):
+            chunk = row_group.column(index)
+            if chunk.physical_type != want:
+                return (
+                    f"footer: column chunk {chunk.path_in_schema!r} of row group {group} says physical "
+                    f"type {chunk.physical_type}, its schema column {want} (a damaged footer)"
+                )
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -313,3 +315,45 @@ def test_a_flipped_bit_inside_a_page_is_refused_not_read(dataset):
     with pytest.raises(CorruptFileError, match=victim.name):
         read_table(dataset, "measurements", columns=["median_ms"], committed_only=False)
     assert any(victim.name in p for p in check_dataset(dataset).problems)
+
+
+def _flip_a_chunk_type(path: Path) -> None:
+    """Flip one footer bit so that the first BYTE_ARRAY column chunk's physical type is no
+    type at all (storage damage in the footer, which no checksum covers). In the footer's
+    Thrift compact encoding a ColumnChunk's meta_data (field 3, a struct: 0x1c) starts with
+    its type (field 1, an i32: 0x15) whose zigzag value BYTE_ARRAY (6) is 0x0c."""
+    original = path.read_bytes()
+    footer_start = len(original) - 8 - int.from_bytes(original[-8:-4], "little")
+    offset = original.index(b"\x1c\x15\x0c", footer_start) + 2
+    damaged = bytearray(original)
+    damaged[offset] ^= 0x01  # 6 -> -7
+    path.write_bytes(bytes(damaged))
+    metadata = pq.ParquetFile(path).metadata
+    group = metadata.row_group(0)
+    assert [group.column(i).physical_type for i in range(group.num_columns)].count("UNKNOWN") == 1
+
+
+def test_a_footer_whose_chunk_type_was_flipped_is_refused_not_a_crash(dataset):
+    """One flipped bit in a footer's column chunk type made pyarrow abort the process (a C++
+    exception it does not catch, 'ColumnMetaData type does not match ColumnDescriptor'):
+    every reader and `python -m schemas check` died with no word about the file."""
+    victim = sorted(Path(dataset, "measurements").rglob("*.parquet"))[0]
+    _flip_a_chunk_type(victim)
+    script = (
+        "import sys\n"
+        "from schemas import read_table, scan_table, CorruptFileError\n"
+        "for read in (lambda: read_table(sys.argv[1], 'measurements'),\n"
+        "             lambda: read_table(sys.argv[1], 'measurements', filters=[('status', '=', 'ok')]),\n"
+        "             lambda: scan_table(sys.argv[1], 'measurements').collect()):\n"
+        "    try:\n"
+        "        read()\n"
+        "    except CorruptFileError as exc:\n"
+        "        print('refused:', exc)\n"
+    )
+    env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    readers = subprocess.run([sys.executable, "-c", script, dataset], capture_output=True, text=True, env=env)
+    assert readers.returncode == 0, readers.stderr[-500:]
+    assert readers.stdout.count(f"refused: {victim}") == 3, readers.stdout
+    check = subprocess.run([sys.executable, "-m", "schemas", "check", dataset], capture_output=True, text=True, env=env)
+    assert check.returncode == 1, check.stderr[-500:]
+    assert victim.name in check.stdout + check.stderr
