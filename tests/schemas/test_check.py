@@ -137,6 +137,18 @@ def test_a_graph_whose_nodes_were_lost_is_a_problem(dataset):
     assert "has 0 of 2 nodes" in problems
 
 
+def test_a_node_filed_under_another_level_is_lost_to_its_graph(dataset):
+    """train reads one level's nodes: a node row whose level is not its graph's is missing there."""
+    rows = sample_rows(9)
+    rows["ir_nodes"][1]["level"] = "ttgir"  # its graph is a ttir graph
+    writer = DatasetWriter(dataset)
+    for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements"):
+        writer.write(table, rows[table])
+    writer.commit_run(rows["runs"])
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert "ir_id=ir00000000000009 has 1 of 2 nodes" in problems
+
+
 def test_copies_of_a_graph_do_not_count_twice(dataset):
     DatasetWriter(dataset).write("ir_nodes", sample_rows(0)["ir_nodes"])  # a second writer's copy
     report = check_dataset(dataset)
