@@ -7,6 +7,7 @@ where the recorder's hooks are installed.
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import runpy
@@ -56,21 +57,46 @@ def parse_command(command: Sequence[str]) -> Workload:
 
 
 def _check_module(module: str) -> None:
-    """Refuse ``python -m MODULE`` whose top-level package cannot be found (a typo), as a
-    missing script is refused: before ``--out`` is made or anything is imported. Only the
-    top-level name is looked up: finding ``pkg.mod`` would import ``pkg``, whose kernels must
-    not be imported before the recorder picks the interpreter."""
-    top = module.partition(".")[0]
+    """Refuse ``python -m MODULE`` that cannot be found (a typo), as a missing script is
+    refused: before ``--out`` is made or anything is imported. Each dotted part is looked up in
+    its parent's directories without importing the parent (``importlib.util.find_spec`` would
+    import ``pkg`` to find ``pkg.mod``, and a package's kernels must not be imported before the
+    recorder picks the interpreter)."""
     saved = list(sys.path)
     sys.path.insert(0, os.getcwd())  # where run_workload looks first, as python -m does
     try:
-        found = top in sys.modules or importlib.util.find_spec(top) is not None
-    except (ImportError, ValueError):
-        found = False
+        missing = _first_missing(module)
     finally:
         sys.path[:] = saved
-    if not found:
-        raise WorkloadError(f"no such workload module: {top} (for python -m {module})")
+    if missing is not None:
+        raise WorkloadError(f"no such workload module: {missing} (for python -m {module})")
+
+
+def _first_missing(module: str) -> str | None:
+    """The first dotted prefix of ``module`` that no finder finds, or None (also when a part
+    is found by a finder that cannot say where its children are: the import will tell)."""
+    parts = module.split(".")
+    search: list[str] | None = None
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        if name in sys.modules:
+            spec = getattr(sys.modules[name], "__spec__", None)
+        else:
+            try:
+                spec = (
+                    importlib.util.find_spec(name)
+                    if search is None
+                    else importlib.machinery.PathFinder.find_spec(name, search)
+                )
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None:
+                return name
+        locations = getattr(spec, "submodule_search_locations", None)
+        if depth < len(parts) and locations is None:
+            return None if spec is None else ".".join(parts[: depth + 1])  # a module has no children
+        search = list(locations or [])
+    return None
 
 
 def run_workload(workload: Workload) -> int:

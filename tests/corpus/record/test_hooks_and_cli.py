@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from corpus.record.__main__ import main
+from corpus.record.workload import WorkloadError, parse_command
 from schemas import read_table
 from schemas.check import check_dataset
 
@@ -191,3 +192,29 @@ def test_a_workload_module_that_does_not_exist_is_refused_before_out_is_made(
     err = capsys.readouterr().err.strip()
     assert err == "error: no such workload module: no_such_workload_pkg (for python -m no_such_workload_pkg.run)"
     assert not out.exists()
+    # A typo below an existing package is found without importing the package (its kernels
+    # must not load before the recorder picks the interpreter).
+    assert main(["--out", str(out), "--", sys.executable, "-m", "tests.corpus.record.no_such_workload"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no such workload module: tests.corpus.record.no_such_workload (")
+    assert parse_command([sys.executable, "-m", "tests.corpus.record.workload"]).module == "tests.corpus.record.workload"
+    with pytest.raises(WorkloadError, match="no such workload module: tests.corpus.record.workload.deeper"):
+        parse_command([sys.executable, "-m", "tests.corpus.record.workload.deeper"])  # a module has no children
+    assert not out.exists()
+
+
+def test_a_workload_module_is_looked_up_without_importing_its_package(tmp_path: Path) -> None:
+    """Finding ``pkg.typo`` must not import ``pkg``: its kernels would load before the recorder
+    switches the interpreter on."""
+    package = tmp_path / "kpkg"
+    package.mkdir()
+    marker = tmp_path / "imported"
+    (package / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "corpus.record", "--out", str(tmp_path / "d"), "--", sys.executable, "-m", "kpkg.typo"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH", "")])},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "no such workload module: kpkg.typo" in done.stderr
+    assert not marker.exists() and not (tmp_path / "d").exists()
