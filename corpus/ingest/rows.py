@@ -72,6 +72,8 @@ class ImportedRun:
     best: Config | None = None
     device_ir_id: str | None = None
     source_path: str | None = None
+    flags: Mapping[str, int] = field(default_factory=dict)
+    """The dims that are mode switches (a boolean of the autotune key, as 0/1)."""
     graphs: Mapping[str, Mapping[str, pa.Table]] = field(default_factory=dict)
 
 
@@ -108,7 +110,8 @@ def imported_rows(run: ImportedRun, harvest_id: str, started_at: datetime) -> Ru
         signature=run.signature,
         configs=tuple(PlannedConfig(c.config) for c in run.configs),
         default_config_id=None,  # type: ignore[arg-type]  # an imported log has no untuned default
-        sizes=dict(run.dims),
+        sizes={k: v for k, v in run.dims.items() if k not in run.flags},
+        flags=dict(run.flags),
     )
     arch = run.facts.arch
     measurements = [

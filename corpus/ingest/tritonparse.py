@@ -293,20 +293,68 @@ def _constexpr_names(compilation: Compilation) -> set[str]:
     return set()
 
 
-def _problem_dims(key_text: str, launch: Mapping[str, Any] | None) -> dict[str, int]:
-    """Problem sizes: the launch's integer arguments whose values the autotune key holds (the
-    key is a tuple of values without names; the launch names them)."""
+def _key_names(source: str, entry: str) -> list[str] | None:
+    """The ``key=[...]`` of the decorator (``@triton.autotune`` or a wrapper taking the same
+    keyword) of ``def entry`` in ``source``, when it is a literal list of names."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.FunctionDef) and node.name == entry):
+            continue
+        for decorator in node.decorator_list:
+            for keyword in getattr(decorator, "keywords", ()):
+                if keyword.arg != "key":
+                    continue
+                try:
+                    names = ast.literal_eval(keyword.value)
+                except ValueError:
+                    return None
+                if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
+                    return list(names)
+                return None
+    return None
+
+
+def _problem(
+    key_text: str, launch: Mapping[str, Any] | None, key_names: list[str] | None, tuned: set[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(problem dims, the flags among them): the integer and boolean values of the autotune key
+    (a tuple of values, without names: the autotuner's key arguments in its ``key`` order,
+    then the tensors' dtypes), booleans as 0/1. The names are the kernel's ``key=[...]`` where
+    its source has them (the names the launch did not pass are not in the key, as Triton
+    builds it); else a launch argument that alone holds the value (never a config's
+    meta-parameter); a value several arguments hold is left out, not guessed."""
     try:
         key = ast.literal_eval(key_text)
     except (ValueError, SyntaxError):
-        return {}
-    values = [k for k in (key if isinstance(key, tuple) else (key,)) if type(k) is int]
-    dims = {}
-    for name, info in ((launch or {}).get("extracted_args") or {}).items():
-        value = info.get("value") if isinstance(info, Mapping) else None
-        if type(value) is int and value in values:
-            dims[name] = value
-    return dims
+        return {}, {}
+    values = list(key) if isinstance(key, tuple) else [key]
+    args = {
+        name: info.get("value")
+        for name, info in ((launch or {}).get("extracted_args") or {}).items()
+        if isinstance(info, Mapping)
+    }
+    named: list[tuple[str, Any]] = []
+    if key_names is not None:
+        present = [n for n in key_names if n in args] if args else key_names
+        named = list(zip(present, values))
+    else:
+        taken: set[str] = set()
+        for value in values:
+            if type(value) not in (int, bool):
+                continue
+            holders = [
+                n for n, v in args.items()
+                if type(v) is type(value) and v == value and n not in tuned and n not in taken
+            ]  # fmt: skip
+            if len(holders) == 1:
+                named.append((holders[0], value))
+                taken.add(holders[0])
+    dims = {name: int(value) for name, value in named if type(value) in (int, bool)}
+    flags = {name: int(value) for name, value in named if type(value) is bool}
+    return dims, flags
 
 
 def _dtype(launch: Mapping[str, Any] | None) -> str | None:
@@ -401,7 +449,8 @@ def autotune_runs(
             for ir, (_, tables) in graphs_of(c).items()
         }
         key_text = str(event.get("autotune_key"))
-        dims = _problem_dims(key_text, launch)
+        tuned = {name for c in configs for name in c.config.kwargs}
+        dims, flags = _problem(key_text, launch, _key_names(first.source, first.name), tuned)
         runs.append(
             ImportedRun(
                 kernel_source=first.source,
@@ -412,6 +461,7 @@ def autotune_runs(
                     "args": _launch_signature(launch, _constexpr_names(first)),
                 },
                 dims=dims,
+                flags=flags,
                 dtype=_dtype(launch),
                 facts=facts,
                 device_model=model,

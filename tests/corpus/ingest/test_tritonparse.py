@@ -201,3 +201,72 @@ def test_problem_from_the_autotune_key_and_constexprs_typed(tmp_path: Path) -> N
     _ingest(tmp_path / "e", log=log)
     run = read_table(str(tmp_path / "e"), "runs").to_pylist()[0]
     assert run["arg_names"][-1] == "BLOCK" and run["arg_types"][-1] == "constexpr"
+
+
+def _liger_token_gather_trace(folder: Path) -> Path:
+    """A trace written by the real tritonparse of liger-kernel's token-gather kernel
+    (autotune key ``H_dim, K_dim, w_is_None``): two configs compiled for sm_90, one tuning
+    (tritonparse's own listener, given the key Triton's autotuner builds), one launch whose
+    row strides equal ``H_dim`` (64), as any contiguous (T, H) tensor's do."""
+    import torch
+    import tritonparse.structured_logging as tsl
+    from liger_kernel.ops import fused_moe_kernels
+    from triton import knobs
+
+    from extract.compile import compile_call
+
+    knobs.compilation.always_compile = True
+    tuner = fused_moe_kernels._token_gather_weighted_sum_kernel
+    configs = tuner.configs[:2]
+    tensors = {
+        "Y_ptr": torch.randn(16, 64), "w_ptr": torch.randn(16),
+        "s_rev_ptr": torch.zeros(16, dtype=torch.int32), "out_ptr": torch.empty(8, 64),
+    }  # fmt: skip
+    scalars = {"H_dim": 64, "K_dim": 2, "stride_Y_TK": 64, "stride_Y_H": 1, "stride_out_T": 64,
+               "stride_out_H": 1, "w_is_None": False}  # fmt: skip
+    tsl.init(str(folder), enable_full_python_source=True)
+    try:
+        for config in configs:
+            meta = {k: v.to("meta") for k, v in tensors.items()}
+            compile_call(tuner.fn, {**meta, **scalars, **config.kwargs}, target="sm_90",
+                         num_warps=config.num_warps, num_stages=config.num_stages)  # fmt: skip
+        key = (64, 2, False, *(str(t.dtype) for t in tensors.values()))
+        timings = {configs[0]: [0.02, 0.019, 0.021], configs[1]: [0.015, 0.014, 0.016]}
+        tsl._autotune_listener(fn=tuner.fn, key=key, best_config=configs[1], configs_timings=timings,
+                               duration=0.5, cache_hit=False)  # fmt: skip
+        args = {**tensors, **scalars, **configs[1].kwargs}
+        launch = {"name": tuner.fn.__name__, "grid": [8, 1, 1], "extracted_args": tsl.extract_arg_info(args)}
+        tsl.trace_structured_triton("launch", metadata_fn=lambda: tsl.convert(launch))
+    finally:
+        tsl.clear_logging_config()
+    return next(folder.glob("*.ndjson"))
+
+
+def test_problem_is_named_by_the_autotune_key_not_by_equal_values(tmp_path: Path) -> None:
+    """liger's token-gather kernel tunes on H_dim, K_dim and the flag w_is_None. Before, the
+    key's integers were matched to the launch by value: the strides and the config's BLOCK_H
+    that equal H_dim (64) entered problem_json and the boolean key was lost. Now the names
+    come from the kernel's @triton.autotune(key=...) in the traced source, the boolean as a
+    problem flag, as corpus.record stores the same tuning."""
+    pytest.importorskip("tritonparse.structured_logging", reason="the thirdparty extra (tritonparse) is not installed")
+    pytest.importorskip("liger_kernel", reason="the thirdparty extra (liger-kernel) is not installed")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    trace = _liger_token_gather_trace(raw)
+    _ingest(tmp_path / "d", log=trace)
+    run = read_table(str(tmp_path / "d"), "runs").to_pylist()[0]
+    assert run["problem_json"] == '{"H_dim":64,"K_dim":2,"w_is_None":0}'
+    assert run["problem_dims"] == [{"name": "H_dim", "value": 64}, {"name": "K_dim", "value": 2}]
+    assert run["problem_flags"] == [{"name": "w_is_None", "value": 0}]
+    assert check_dataset(str(tmp_path / "d")).ok
+
+
+def test_without_a_literal_key_only_a_value_one_argument_holds_is_named() -> None:
+    from corpus.ingest.tritonparse import _problem
+
+    launch = {"extracted_args": {n: {"type": "int", "value": v} for n, v in
+                                 (("H", 64), ("stride", 64), ("K", 2), ("BLOCK", 2))}}  # fmt: skip
+    launch["extracted_args"]["flag"] = {"type": "bool", "value": True}
+    key = "(64, 2, True, 'torch.float32')"
+    assert _problem(key, launch, None, {"BLOCK"}) == ({"K": 2, "flag": 1}, {"flag": 1})
+    assert _problem(key, launch, ["H", "K", "flag"], {"BLOCK"}) == ({"H": 64, "K": 2, "flag": 1}, {"flag": 1})
