@@ -213,7 +213,7 @@ def _planned_run(
         signature=signature,
         configs=tuple(planned),
         default_config_id=None,  # type: ignore[arg-type]  # a recorded kernel has no untuned default
-        sizes=problem.dims,
+        sizes={k: v for k, v in problem.dims.items() if k not in problem.flags},
         flags=problem.flags,
     )
 

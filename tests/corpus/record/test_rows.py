@@ -118,3 +118,5 @@ def test_a_boolean_autotune_key_is_a_problem_flag() -> None:
         with_flag.autotuner.keys.remove("fast")
     assert json.loads(run["problem_json"]) == {"n_elements": 100, "fast": 0}
     assert run["problem_flags"] == [{"name": "fast", "value": 0}]
+    # a flag is no size: problem_dims holds the sizes only, as a harvest's (before: fast too)
+    assert run["problem_dims"] == [{"name": "n_elements", "value": 100}]
