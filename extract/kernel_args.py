@@ -312,13 +312,13 @@ def compile_args(
             args[param.name] = param.default
     missing = [name for name in fn.arg_names if name not in args]
     if missing:
-        raise ValueError(_missing_message(kernel, missing))
+        raise ValueError(_missing_message(kernel, missing, from_config=config is not None))
     ordered = {name: args[name] for name in fn.arg_names}  # extra heuristic outputs dropped
     words = {name: parsed.word for name, parsed in types.items() if not parsed.is_descriptor}
     return CompileArgs(ordered, words, options, chosen)
 
 
-def _missing_message(kernel: LoadedKernel, missing: list[str]) -> str:
+def _missing_message(kernel: LoadedKernel, missing: list[str], from_config: bool = False) -> str:
     constexpr_names = {p.name for p in kernel.fn.params if p.is_constexpr}
     runtime = [name for name in missing if name not in constexpr_names]
     constant = [name for name in missing if name in constexpr_names]
@@ -326,10 +326,12 @@ def _missing_message(kernel: LoadedKernel, missing: list[str]) -> str:
     if runtime:
         parts.append(f"no --signature type for: {', '.join(runtime)}")
     if constant:
-        hint = (
-            " (or --all-configs to take them from its @triton.autotune configs)"
-            if kernel.configs
-            else ""
-        )
+        if from_config:  # --all-configs: what the configs leave out, the caller passes at launch
+            it = "it" if len(constant) == 1 else "them"
+            hint = f" (its @triton.autotune configs do not set {it}: its caller passes {it} at launch)"
+        elif kernel.configs:
+            hint = " (or --all-configs to take them from its @triton.autotune configs)"
+        else:
+            hint = ""
         parts.append(f"no --constexpr value for: {', '.join(constant)}{hint}")
     return f"{kernel.name}: " + "; ".join(parts)

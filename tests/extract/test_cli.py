@@ -324,3 +324,33 @@ def test_compile_error_prints_the_lines_that_matter(
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 5
     assert main([*args, "--traceback"]) == 1
     assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+PARTLY_TUNED = """
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"])
+@triton.jit
+def grouped(x_ptr, n, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK * GROUP + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+"""
+
+
+def test_all_configs_missing_a_constexpr_the_caller_passes_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """flag-gems' mm_kernel_general: its configs set BLOCK_M/N/K, its caller passes GROUP_M=8.
+    Before, --all-configs failed with a hint to use --all-configs; now the error says the
+    autotune configs do not set it and to give it with --constexpr (which then compiles)."""
+    source = tmp_path / "partly_tuned.py"
+    source.write_text(PARTLY_TUNED)
+    args = ["compile", f"{source}:grouped", "--signature", "*fp32,i32", "--all-configs"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 1
+    err = capsys.readouterr().err
+    assert "no --constexpr value for: GROUP" in err and "or --all-configs" not in err
+    assert "its @triton.autotune configs do not set it" in err
+    assert main([*args, "--constexpr", "GROUP=2", "--out", str(tmp_path / "b")]) == 0
+    assert len(list((tmp_path / "b").glob("config_*/grouped.ttgir"))) == 2
