@@ -378,8 +378,9 @@ def graph_size_problems(
     ``referenced``: check only these ``ir_id`` values, those of measurements read before the IR
     tables: a writer adds a graph's rows before the measurements naming it, while its
     ``ir_graphs`` row may be listed before its nodes are (a harvest writing beside the check)."""
-    graphs = dedupe(graphs.select(["ir_id", "level", *(c for c, _, _ in GRAPH_SIZES)]), ["ir_id"])
-    id_type = graphs.schema.field("ir_id").type  # polars hands over large strings
+    by_level = "level" in graphs.column_names  # train passes one level's rows, without the column
+    graphs = dedupe(graphs.select(["ir_id", *(["level"] if by_level else []), *(c for c, _, _ in GRAPH_SIZES)]), ["ir_id"])
+    id_type = graphs.schema.field("ir_id").type  # polars hands over large strings (cast to the graphs' types below)
     if referenced is not None:
         graphs = graphs.filter(pc.is_in(graphs.column("ir_id"), value_set=pc.unique(referenced.cast(id_type))))
     problems = []
@@ -391,10 +392,11 @@ def graph_size_problems(
         if kind is not None:
             rows = rows.filter(pc.equal(rows.column("kind"), kind))
         # by level too: train reads a level's nodes, so a row filed under another level is lost to it
-        held = rows.group_by(["ir_id", "level"]).aggregate([([], "count_all")])
-        held = held.set_column(held.schema.get_field_index("ir_id"), "ir_id", held.column("ir_id").cast(id_type))
-        held = held.set_column(held.schema.get_field_index("level"), "level", held.column("level").cast(graphs.schema.field("level").type))
-        joined = graphs.filter(pc.is_valid(graphs.column(count))).join(held, keys=["ir_id", "level"], join_type="left outer")
+        keys = ["ir_id", "level"] if by_level else ["ir_id"]
+        held = rows.group_by(keys).aggregate([([], "count_all")])
+        for key in keys:
+            held = held.set_column(held.schema.get_field_index(key), key, held.column(key).cast(graphs.schema.field(key).type))
+        joined = graphs.filter(pc.is_valid(graphs.column(count))).join(held, keys=keys, join_type="left outer")
         found = joined.column("count_all").fill_null(0)
         short = joined.filter(pc.not_equal(joined.column(count), found))
         if short.num_rows:

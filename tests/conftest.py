@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,3 +131,14 @@ def ray_cluster() -> Iterator[object]:
     ray.init(num_cpus=2, resources={LANE_RESOURCE: RAY_LANES}, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture()
+def hangup_as_in_a_terminal() -> Iterator[None]:
+    """SIGHUP at its default action for the test, as in a terminal: a test run under ``nohup``
+    inherits it ignored, and a command keeps an ignored SIGHUP ignored (by design)."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)

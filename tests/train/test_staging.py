@@ -196,7 +196,7 @@ def _signal_once_staging(out: Path, number: int) -> threading.Thread:
 
 
 @pytest.mark.parametrize(("number", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_sigterm_or_sighup_stops_the_run_as_ctrl_c_does(data, tmp_path, capsys, number, code):
+def test_sigterm_or_sighup_stops_the_run_as_ctrl_c_does(data, tmp_path, capsys, hangup_as_in_a_terminal, number, code):
     """A scheduler's SIGTERM or a closed terminal's SIGHUP used to kill the run without a word,
     leaving its hidden staging directory: now one line naming the signal, 128 + its number,
     no --out, nothing left beside it, and the handlers as they were."""

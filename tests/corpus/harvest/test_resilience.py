@@ -134,7 +134,7 @@ def test_a_harvest_whose_reader_left_goes_on_to_the_end(tmp_path: Path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     harvest = subprocess.Popen(
-        harvest_command(out, *BASE_ARGS, "--families", "add_broadcast"),
+        harvest_command(out, *BASE_ARGS[2:], "--families", "add_broadcast"),  # repeated --families add up
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

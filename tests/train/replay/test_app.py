@@ -296,7 +296,9 @@ def signal_at_first_forward():
 
 
 @pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
-def test_a_stopped_replay_says_so_in_one_line(harvested, trained, tmp_path, capsys, signal_at_first_forward, name, code):
+def test_a_stopped_replay_says_so_in_one_line(
+    harvested, trained, tmp_path, capsys, signal_at_first_forward, hangup_as_in_a_terminal, name, code
+):
     """Ctrl-C used to end the replay with a KeyboardInterrupt traceback, SIGTERM and SIGHUP
     without a word."""
     import signal
