@@ -185,18 +185,19 @@ def clear_idle_locks(loc: Location) -> int:
     return cleared
 
 
-def holders_naming_hosts(loc: Location) -> list[str]:
-    """Lock files whose holder line is not an anonymous one (written by older versions)."""
-    named = []
+def _holder_lines(loc: Location) -> Iterator[tuple[str, str]]:
+    """(lock file, its holder line) of every readable lock file of the dataset."""
     for path in lock_files(loc):
         try:
             with open(path) as handle:
-                line = handle.read().strip()
+                yield path, handle.read().strip()
         except OSError:
             continue
-        if line and "anon-" not in line:
-            named.append(path)
-    return named
+
+
+def holders_naming_hosts(loc: Location) -> list[str]:
+    """Lock files whose holder line is not an anonymous one (written by older versions)."""
+    return [path for path, line in _holder_lines(loc) if line and "anon-" not in line]
 
 
 def live_holders(loc: Location) -> list[str]:
@@ -209,12 +210,7 @@ def live_holders(loc: Location) -> list[str]:
     """
     here = anonymize_host(host_name())
     holders: list[str] = []
-    for path in lock_files(loc):
-        try:
-            with open(path) as handle:
-                line = handle.read().strip()
-        except OSError:
-            continue
+    for _, line in _holder_lines(loc):
         match = _HOLDER_PROCESS.search(line)
         if not match or match.group(2) != here or line in holders:
             continue
