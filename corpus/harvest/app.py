@@ -25,7 +25,13 @@ from corpus.harvest.checks import (
     plan_lock_name,
 )
 from corpus.harvest.claims import RunClaims, committed_harvests
-from corpus.harvest.device import DeviceFacts, cuda_facts, cuda_lanes, interpreter_facts
+from corpus.harvest.device import (
+    DeviceFacts,
+    cuda_facts,
+    cuda_lanes,
+    interpreter_facts,
+    target_mismatch,
+)
 from corpus.harvest.estimate import (
     HarvestEstimate,
     describe,
@@ -253,6 +259,9 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
     check_numbers(config)
     if config.target is not None:
         target = config.target
+        check_target(target)  # parses, before it is compared with the device's
+        if (mismatch := target_mismatch(target, facts)) is not None:
+            raise HarvestInputError(f"--target {target}: {mismatch}")
     else:
         target = DEFAULT_IR_TARGET if interpreter else facts.arch
     flush = config.l2_flush and not interpreter

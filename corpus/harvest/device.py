@@ -87,6 +87,29 @@ class Lane:
         return 2.0 * self.memory_clock_max_khz * 1e3 * self.memory_bus_width_bits / 8
 
 
+def target_mismatch(target: str, facts: DeviceFacts) -> str | None:
+    """Why IR compiled for ``target`` cannot describe what a GPU of ``facts`` runs, or None
+    when it can (the interpreter runs no binary: any target is fine there).
+
+    On a GPU the benchmark worker launches the binary Triton builds for the device's own
+    compute capability, so IR, ``binary_hash`` and static stats compiled for another target
+    would describe code that was never timed, and ``run_id`` (which holds the IR target only
+    on the interpreter) could not tell such runs from those of the device's own target.
+    Spellings of the device's target ('sm_90a', 'cuda:90', '90') are the same target."""
+    if facts.device_kind == DEVICE_INTERPRETER:
+        return None
+    from extract.compile import parse_target
+
+    resolved = parse_target(target)
+    if resolved.backend == "cuda" and f"sm_{resolved.arch}" == facts.arch:
+        return None
+    return (
+        f"the GPU is {facts.arch} and its benchmark worker times the binary built for {facts.arch}; "
+        f"IR and static stats compiled for {target} would describe code that was never timed "
+        "(leave the target out: it defaults to the GPU's own arch)"
+    )
+
+
 def interpreter_facts() -> DeviceFacts:
     return DeviceFacts(
         device_kind=DEVICE_INTERPRETER,

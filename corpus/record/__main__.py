@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--target",
-        help="compile target of the IR graphs (default: the GPU's arch; sm_90 on the interpreter)",
+        help="compile target of the IR graphs (default: the GPU's arch, the only one a GPU accepts; sm_90 on the interpreter)",
     )
     parser.add_argument(
         "--warmup",

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from corpus.destination import probe_out
-from corpus.harvest.device import DeviceFacts, cuda_facts, interpreter_facts
+from corpus.harvest.device import DeviceFacts, cuda_facts, interpreter_facts, target_mismatch
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.rows import now
 from corpus.harvest.settings import Settings, compiler_selected, read_settings, worker_environment
@@ -148,6 +148,8 @@ class Recorder:
         interpreter, facts = _device()
         settings = read_settings(allow_interpret=True)
         target = self.options.target or (DEFAULT_IR_TARGET if interpreter else facts.arch)
+        if (mismatch := target_mismatch(target, facts)) is not None:
+            raise RecordError(f"target {target}: {mismatch}")
         bench_settings: dict[str, Any] = {"timer": Timer.TRITON_DO_BENCH.value}
         if interpreter:
             bench_settings = {

@@ -6,16 +6,21 @@ from __future__ import annotations
 import pytest
 import torch
 
-from corpus.harvest.app import HarvestError, default_workers, resolve_devices
+from corpus.harvest.__main__ import parse
+from corpus.harvest.app import HarvestError, default_workers, resolve_devices, resolve_execution
+from corpus.harvest.checks import HarvestInputError
 from corpus.harvest.device import (
+    DeviceFacts,
     Lane,
     check_distinct_lanes,
     cuda_facts,
     cuda_lanes,
+    interpreter_facts,
     lane_uuid,
     parse_smi_list,
     parse_smi_query,
     parse_visible_devices,
+    target_mismatch,
 )
 from corpus.harvest.settings import SettingsError, read_settings
 
@@ -91,6 +96,27 @@ def test_device_list_naming_one_gpu_twice_is_refused_before_looking_for_cuda() -
 
 def test_default_compile_workers_leave_a_core_per_lane() -> None:
     assert 2 <= default_workers(8) <= default_workers(1) <= 16
+
+
+H100 = DeviceFacts(device_kind="cuda", arch="sm_90", device_name="NVIDIA H100 80GB HBM3", compute_capability="9.0")
+"""Facts as :func:`cuda_facts` gives them for an H100 (written out: no GPU here)."""
+
+
+def test_a_gpu_takes_only_its_own_arch_as_ir_target() -> None:
+    for spelling in ("sm_90", "sm_90a", "cuda:90", "90"):
+        assert target_mismatch(spelling, H100) is None
+    for other in ("sm_80", "sm_100", "gfx942"):
+        assert "never timed" in (target_mismatch(other, H100) or "")
+    assert target_mismatch("sm_80", interpreter_facts()) is None  # the interpreter times no binary
+
+
+def test_harvest_on_a_gpu_refuses_another_target_before_any_work() -> None:
+    settings = read_settings({})
+    with pytest.raises(HarvestInputError, match=r"--target sm_80: the GPU is sm_90"):
+        resolve_execution(parse(["--device", "cuda", "--target", "sm_80"]), settings, ("cuda:0",), H100)
+    own = resolve_execution(parse(["--device", "cuda", "--target", "sm_90a"]), settings, ("cuda:0",), H100)
+    assert own.target == "sm_90a"
+    assert resolve_execution(parse(["--device", "cuda"]), settings, ("cuda:0",), H100).target == "sm_90"
 
 
 @pytest.mark.gpu
