@@ -9,7 +9,7 @@ Checks, each with a verdict (``ok``, ``warn``, ``fail`` or ``skipped``) and the 
   must read DRAM, so it must be slower: otherwise the flush does not evict the L2);
 - compile worker -> launch: a suite config compiled in a compile worker process for the
   device's target into the harvest's Triton cache, then launched here: the launch must load
-  that binary (no new cache entry, same binary hash) instead of compiling again;
+  that binary (no new compiled kernel in the cache, same binary hash) instead of compiling again;
 - timers: one config timed by each timer of the device.
 
 Without a GPU it runs the interpreter subset (facts, the copy kernel in Triton's interpreter
@@ -322,8 +322,23 @@ def _compile_worker_check(config: SelfTestConfig, settings: Settings, target: st
     )
 
 
+KERNEL_BINARY_SUFFIXES = (".cubin", ".hsaco")
+"""Files that make a Triton cache entry a compiled kernel (CUDA, HIP)."""
+
+
 def _cache_entries(cache_dir: str) -> set[str]:
-    return set(os.listdir(cache_dir)) if os.path.isdir(cache_dir) else set()
+    """The entries of Triton's cache ``cache_dir`` that hold a compiled kernel. A launch also
+    caches host modules there, which are no recompile: Triton 3.6 builds a launcher per kernel
+    signature (``__triton_launcher.so``) at the first launch of each, and every version builds
+    its driver's utilities (``cuda_utils.so``) on first use."""
+    if not os.path.isdir(cache_dir):
+        return set()
+    return {
+        name
+        for name in os.listdir(cache_dir)
+        if os.path.isdir(entry := os.path.join(cache_dir, name))
+        and any(file.endswith(KERNEL_BINARY_SUFFIXES) for file in os.listdir(entry))
+    }
 
 
 def _cache_hit_check(device: str, config: SelfTestConfig, settings: Settings, arch: str) -> Verdict:
@@ -349,7 +364,7 @@ def _cache_hit_check(device: str, config: SelfTestConfig, settings: Settings, ar
     same = launched_hash == outcome.binary_hash
     detail = (
         f"{task.family} compiled for {arch} in a worker, launched here: "
-        f"{len(new)} new cache entr{'y' if len(new) == 1 else 'ies'}, binary "
+        f"{len(new)} new compiled kernel{'' if len(new) == 1 else 's'} in the cache, binary "
         f"{'matches' if same else 'differs'} ({launched_hash} vs {outcome.binary_hash})"
     )
     return Verdict("compile worker -> launch", OK if same and not new else FAIL, detail)

@@ -14,10 +14,13 @@ from rich.console import Console
 
 from corpus.harvest.__main__ import main as harvest_main
 from corpus.harvest.selftest import (
+    CACHE_FAMILY,
     FAIL,
     OK,
     SKIPPED,
     SelfTestConfig,
+    _cache_entries,
+    _compile_in_worker,
     exit_code,
     run_self_test,
     self_test_config,
@@ -69,6 +72,23 @@ def test_self_test_uses_the_harvest_cache_and_refuses_cuda_without_it(tmp_path: 
     assert stable.cache_dir.startswith(str(tmp_path / "kernel-corpus" / "triton"))
     with pytest.raises(ValueError, match="CUDA is not available"):
         run_self_test(SelfTestConfig("cuda:0", (), str(tmp_path)), settings)
+
+
+def test_a_launcher_module_in_the_cache_is_no_recompile(tmp_path: Path) -> None:
+    """The cache-hit check counts compiled kernels only: a launch caches host modules beside
+    them (Triton 3.6 builds ``__triton_launcher.so`` per kernel signature at its first launch,
+    every version ``cuda_utils.so`` on first use), which a first self-test on a fresh cache
+    would otherwise report as a recompile."""
+    cache = tmp_path / "cache"
+    config = SelfTestConfig("cpu", ("corpus.suite.kernels",), str(cache))
+    outcome, _ = _compile_in_worker(config, read_settings({}), "sm_90")
+    assert outcome.status == "ok", outcome.error
+    kernels = _cache_entries(str(cache))
+    assert len(kernels) == 1 and any((cache / next(iter(kernels))).glob(f"*{CACHE_FAMILY}*.cubin"))
+    for key, module in (("a" * 64, "__triton_launcher.so"), ("b" * 64, "cuda_utils.so")):
+        (cache / key).mkdir()
+        (cache / key / module).write_bytes(b"\x7fELF")  # where Triton's FileCacheManager puts them
+    assert _cache_entries(str(cache)) == kernels
 
 
 @pytest.mark.gpu
