@@ -289,6 +289,7 @@ def resolve_execution(config: HarvestConfig, settings: Settings, devices: tuple[
         host=machine_label(record_host=config.record_host),
         recycle_runs=config.recycle_runs,
         recycle_rss_bytes=int(config.recycle_rss_gb * (1 << 30)),
+        sm_count=None if interpreter else facts.sm_count,
     )
 
 
@@ -307,9 +308,15 @@ class HarvestOutcome:
 
 
 def plan_request(
-    config: HarvestConfig, interpreter: bool, device_model: str, toolchain: Mapping[str, Any], target: str
+    config: HarvestConfig,
+    interpreter: bool,
+    device_model: str,
+    toolchain: Mapping[str, Any],
+    target: str,
+    sm_count: int | None = None,
 ) -> PlanRequest:
-    """What to plan, from the CLI's selection and the device the runs will be measured on."""
+    """What to plan, from the CLI's selection and the device the runs will be measured on
+    (``sm_count``: the GPU's, None on the interpreter)."""
     return PlanRequest(
         scale=config.scale,
         dtypes=config.dtypes or None,
@@ -319,6 +326,7 @@ def plan_request(
         device_model=device_model,
         toolchain=toolchain,
         target=target,
+        sm_count=sm_count,
     )
 
 
@@ -346,7 +354,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     toolchain = toolchain_fingerprint(settings.codegen_env, ir_target=execution.target if interpreter else None)
     if execution.cache_dir is None:
         execution = replace(execution, cache_dir=triton_cache_dir(settings, toolchain))
-    request = plan_request(config, interpreter, facts.model, toolchain, execution.target)
+    request = plan_request(config, interpreter, facts.model, toolchain, execution.target, execution.sm_count)
     planned = shard(plan_runs(specs, request), index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
     known = committed_harvests(config.out) if config.claims_runs else set()  # before resume reads

@@ -441,7 +441,9 @@ def _harvest(
             f"--ray: lanes differ ({', '.join(sorted(models))}; {len(toolchains)} toolchain(s)); harvest each model and toolchain separately"
         )
     first = lanes[0]
-    request = plan_request(config, interpreter, first.model, first.toolchain, first.execution.target)
+    request = plan_request(
+        config, interpreter, first.model, first.toolchain, first.execution.target, first.execution.sm_count
+    )
     planned = plan_runs(specs, request)
     check_plan(planned, why_empty=[], allow_empty=config.allow_empty)
     settings = bench_settings(first.execution)

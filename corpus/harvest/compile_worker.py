@@ -26,6 +26,7 @@ from corpus.errors import classify_compile_error
 from corpus.harvest.binary import binary_hash, launch_key
 from corpus.suite.registry import load_suite
 from corpus.suite.spec import Config
+from corpus.suite.targets import on_sm_count
 from schemas.enums import Level, Status
 
 
@@ -34,6 +35,10 @@ class CompileInit:
     suite: tuple[str, ...]
     target: str
     static_stats: bool = True
+    sm_count: int | None = None
+    """SM count of the GPU the harvest measures on (None: unknown, the interpreter): the meta
+    inputs stand for its arguments (:func:`corpus.suite.targets.on_sm_count`), so the compile
+    is specialized as that GPU's launch will be and the launch finds it in Triton's cache."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,9 @@ class CompileHandler:
         from extract.compile import compile_call
 
         spec = self.specs[task.family]
-        inputs = spec.make_inputs(task.dims, task.dtype, "meta", task.seed)
-        grid, args = spec.bind(inputs, task.dims, task.config)
+        with on_sm_count(self.init.sm_count):
+            inputs = spec.make_inputs(task.dims, task.dtype, "meta", task.seed)
+            grid, args = spec.bind(inputs, task.dims, task.config)
         try:
             # always_compile: compile_time_s must be a real compile, not a cache load
             result = compile_call(

@@ -15,7 +15,7 @@ from typing import Any
 
 from corpus.harvest.identity import input_signature, spec_kernel_id
 from corpus.suite.spec import Config, Dims, KernelSpec, shape_name
-from corpus.suite.targets import DEFAULT_TARGET, is_cuda_target, targeting
+from corpus.suite.targets import DEFAULT_TARGET, is_cuda_target, on_sm_count, targeting
 from schemas.identity import canonical_json, content_hash, run_id
 
 CONFIG_OVERHEAD = float(1 << 24)
@@ -100,6 +100,9 @@ class PlanRequest:
     target: str = DEFAULT_TARGET
     """Compile target whose limits the families' validity rules apply (``sm_90``...; other
     backends' targets fall back to the suite's reference architecture)."""
+    sm_count: int | None = None
+    """SM count of the GPU the runs are measured on (None: unknown, the interpreter), for
+    arguments that depend on it (:func:`corpus.suite.targets.on_sm_count`)."""
 
 
 def _run_seed(seed: int, family: str, dims: Dims, dtype: str) -> int:
@@ -140,7 +143,7 @@ def plan_configs(spec: KernelSpec, dims: Dims, dtype: str, max_configs: int | No
 def plan_runs(specs: Mapping[str, KernelSpec], request: PlanRequest) -> list[PlannedRun]:
     """Every run of the selected families at ``request.scale``, in a stable order."""
     target = request.target if is_cuda_target(request.target) else DEFAULT_TARGET
-    with targeting(target):
+    with targeting(target), on_sm_count(request.sm_count):
         return _plan_runs(specs, request)
 
 

@@ -114,6 +114,9 @@ class Execution:
     recycle_rss_bytes: int = 16 << 30
     """A benchmark worker whose resident host memory exceeds this many bytes when a run
     starts is replaced first (0: no limit)."""
+    sm_count: int | None = None
+    """SM count of the benchmark GPU (None on the interpreter): runs are planned and compiled
+    for its device-dependent arguments (:func:`corpus.suite.targets.on_sm_count`)."""
 
 
 def bench_settings(execution: Execution) -> dict[str, Any]:
@@ -173,7 +176,7 @@ class CompilePool:
     """``workers`` compile processes; each thread of the executor owns one process."""
 
     def __init__(self, execution: Execution, environment: Mapping[str, str]) -> None:
-        self.init = CompileInit(execution.suite, execution.target, execution.static_stats)
+        self.init = CompileInit(execution.suite, execution.target, execution.static_stats, execution.sm_count)
         self.environment = environment
         self.timeout_s = execution.compile_timeout_s
         self.local = threading.local()

@@ -72,6 +72,28 @@ def current_limits() -> TargetLimits:
     return _CURRENT.get() or target_limits(DEFAULT_TARGET)
 
 
+_SM_COUNT: ContextVar[int | None] = ContextVar("corpus_suite_sm_count", default=None)
+
+
+def device_sm_count() -> int | None:
+    """SM count of the GPU whose runs are being planned or compiled (inside :func:`on_sm_count`),
+    None when unknown: a family whose arguments depend on it (a persistent kernel's program
+    count) then assumes a nominal device's for ``device="meta"`` inputs."""
+    return _SM_COUNT.get()
+
+
+@contextlib.contextmanager
+def on_sm_count(count: int | None) -> Iterator[None]:
+    """``device="meta"`` inputs built inside the block stand for a GPU with ``count`` SMs, so
+    their device-dependent arguments (and hence Triton's specialization of them, the grid and
+    the run's signature) are those a launch on that GPU binds. None: unknown."""
+    token = _SM_COUNT.set(count)
+    try:
+        yield
+    finally:
+        _SM_COUNT.reset(token)
+
+
 @contextlib.contextmanager
 def targeting(arch: str) -> Iterator[TargetLimits]:
     """Validity rules inside the block use the limits of ``arch``."""

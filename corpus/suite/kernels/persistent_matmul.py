@@ -5,7 +5,8 @@ fewer when there are fewer tiles); program ``p`` computes tiles ``p, p + P, p + 
 grouped order. That removes the tail of partially filled waves and keeps each SM's
 pipeline warm across tiles. The program count ``P`` is a runtime argument, not a tuning
 knob: the SM count of the device the inputs live on (a small fixed count in the CPU
-interpreter, H100's 132 for compile-only meta inputs).
+interpreter; for compile-only meta inputs the SM count of the GPU being harvested,
+:func:`corpus.suite.targets.device_sm_count`, else H100's 132).
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from corpus.suite.kernels import _gemm_common as gc
 from corpus.suite.kernels.matmul import gemm_operands, gemm_tile_reason
 from corpus.suite.registry import register
 from corpus.suite.spec import Config, Dims, KernelSpec, cdiv, dtype_bytes, product_configs
+from corpus.suite.targets import device_sm_count
 from schemas.enums import Role
 
 INTERPRETER_PROGRAMS = 4
 """Program count on CPU (interpreter) inputs: small, so every program loops over tiles."""
 
 NOMINAL_SM_COUNT = 132
-"""SM count assumed for meta (compile-only) inputs: H100 SXM."""
+"""SM count assumed for meta (compile-only) inputs when the GPU is unknown: H100 SXM."""
 
 
 def program_count(device: str) -> int:
@@ -35,8 +37,8 @@ def program_count(device: str) -> int:
     kind = torch.device(device).type
     if kind == "cuda":
         return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count
-    if kind == "meta":
-        return NOMINAL_SM_COUNT
+    if kind == "meta":  # the harvested GPU's: Triton specializes the count (divisible by 16 or not)
+        return device_sm_count() or NOMINAL_SM_COUNT
     return INTERPRETER_PROGRAMS
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from corpus.harvest.binary import binary_hash, launch_key
@@ -67,3 +69,37 @@ def test_launch_key_leaves_out_constexprs_unless_asked():
     )
     assert launch_key((4,), args, constexprs) != launch_key((2,), args, constexprs)
     assert launch_key((4,), args, constexprs) != launch_key((4,), {**args, "n": 11}, constexprs)
+
+
+H100_PCIE_SMS = 114
+"""An SM count that is not the nominal H100 SXM's 132 that meta inputs assume by default."""
+
+
+def test_compile_and_plan_bind_the_harvested_gpus_sm_count():
+    """A persistent kernel's program count is a runtime argument Triton specializes (divisible
+    by 16 or not): 128 tiles on the nominal 132-SM device launch 128 programs, on a 114-SM GPU
+    114. Compiled and planned with the nominal count, every such config's launch on that GPU
+    missed Triton's cache (the benchmark worker compiled another binary than the one whose IR
+    and statistics the row holds, ``launch_verified`` false) and the planned grid was wrong."""
+    from corpus.harvest.plan import PlanRequest, plan_runs
+    from corpus.suite.registry import load_suite, select
+
+    specs = select(load_suite(), ["persistent_matmul"])
+    spec = specs["persistent_matmul"]
+    dims = {"M": 512, "N": 1024, "K": 64, "TRANS_B": 1}
+    config = Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=2)
+    handler = CompileHandler(CompileInit(("corpus.suite.kernels",), "sm_90", static_stats=False, sm_count=H100_PCIE_SMS))
+    outcome = handler(CompileTask("persistent_matmul", dims, "float16", 0, config))
+    assert outcome.status == Status.OK.value, outcome.error
+    # what a launch on the 114-SM GPU binds: its inputs carry the device's SM count
+    on_gpu = {**spec.make_inputs(dims, "float16", "meta", 0), "num_programs": H100_PCIE_SMS}
+    grid, args = spec.bind(on_gpu, dims, config)
+    assert grid == (H100_PCIE_SMS,) and args["NUM_PROGRAMS"] == H100_PCIE_SMS
+    constexprs = frozenset(p.name for p in spec.kernel.params if p.is_constexpr)
+    assert outcome.launch_key == launch_key(grid, args, constexprs)
+
+    request = PlanRequest("default", ("float16",), (), None, 0, "NVIDIA H100 PCIe (sm 9.0)", {}, "sm_90", H100_PCIE_SMS)
+    grids = [p.grid[0] for run in plan_runs(specs, request) for p in run.configs if p.grid]
+    assert max(grids) == H100_PCIE_SMS
+    nominal = replace(request, sm_count=None)  # a CPU plan or an unknown GPU keeps the nominal count
+    assert [r.run_id for r in plan_runs(specs, nominal)] != [r.run_id for r in plan_runs(specs, request)]
