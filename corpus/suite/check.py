@@ -8,6 +8,7 @@ entry point does that, this library does not read the environment.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -115,12 +116,27 @@ def check_suite(
     seed: int = 0,
     every_config: bool = False,
 ) -> list[CheckResult]:
-    """:func:`run_case` over :func:`plan_cases` of every family, in family order."""
+    """:func:`run_case` over :func:`plan_cases` of every family, in family order, with
+    ``device`` (``cuda:N``) torch's current device: Triton launches on the current device
+    whatever device the arguments live on, so ``cuda:1`` inputs launched from device 0 would
+    be read across devices (an illegal address without peer access)."""
     results = []
-    for spec in specs.values():
-        for case in plan_cases(spec, scale, dtypes, samples, seed, every_config):
-            results.append(run_case(spec, case, device, seed))
+    with on_device(device):
+        for spec in specs.values():
+            for case in plan_cases(spec, scale, dtypes, samples, seed, every_config):
+                results.append(run_case(spec, case, device, seed))
     return results
+
+
+def on_device(device: str) -> contextlib.AbstractContextManager[Any]:
+    """``torch.cuda.device(device)`` for a CUDA device (``cuda`` alone: the current one stays),
+    nothing for another."""
+    import torch
+
+    target = torch.device(device)
+    if target.type != "cuda" or target.index is None:
+        return contextlib.nullcontext()
+    return torch.cuda.device(target)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@ plan (one job per distinct binary, knob-covering subsets)."""
 
 from __future__ import annotations
 
-from corpus.suite.check import limit_jobs, plan_cases, plan_compiles
+import pytest
+import torch
+
+from corpus.suite.check import check_suite, limit_jobs, on_device, plan_cases, plan_compiles
 from corpus.suite.spec import KernelSpec
 
 
@@ -44,3 +47,20 @@ def test_limit_jobs_keeps_default_and_covers_every_knob_value(specs: dict[str, K
         [j.config for j in full.jobs]
     )
     assert limit_jobs(full, 0).jobs == full.jobs
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_check_on_a_second_gpu_launches_there(specs: dict[str, KernelSpec]) -> None:
+    """Triton launches on torch's current device, not the arguments': the check of ``cuda:1``
+    must make it current, or its kernels read device 1's memory from device 0."""
+    results = check_suite({"add_broadcast": specs["add_broadcast"]}, "tiny", "cuda:1", samples=1)
+    assert results and all(r.ok for r in results), [r.error for r in results if not r.ok]
+    assert torch.cuda.current_device() == 0  # put back afterwards
+
+
+def test_only_an_indexed_cuda_device_becomes_current() -> None:
+    for device in ("cpu", "cuda"):  # nothing to make current (no CUDA touched)
+        with on_device(device):
+            pass
+    assert isinstance(on_device("cuda:1"), torch.cuda.device)
