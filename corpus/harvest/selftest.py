@@ -73,6 +73,8 @@ def self_test_config(device: str, suite: tuple[str, ...], settings: Settings) ->
     from corpus.harvest.identity import toolchain_fingerprint
     from corpus.harvest.settings import triton_cache_dir
 
+    if "," in device:  # torch would raise on the list in the middle of the checks
+        raise ValueError(f"--self-test --device {device}: the self-test checks one GPU; give --device cuda:N")
     cache = settings.triton_cache_dir or triton_cache_dir(
         settings, toolchain_fingerprint(settings.codegen_env, ir_target=None)
     )
@@ -105,6 +107,8 @@ def run_self_test(
         raise ValueError(f"--device {config.device}: CUDA is not available here")
     if gpu:
         device = config.device if config.device.startswith("cuda:") else "cuda:0"
+        if torch.device(device).index >= torch.cuda.device_count():
+            raise ValueError(f"--device {device}: no such GPU (this machine has {torch.cuda.device_count()})")
         verdicts = _gpu_checks(device, config, settings)
     else:
         select_interpreter()

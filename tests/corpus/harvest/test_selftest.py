@@ -72,6 +72,8 @@ def test_self_test_uses_the_harvest_cache_and_refuses_cuda_without_it(tmp_path: 
     assert stable.cache_dir.startswith(str(tmp_path / "kernel-corpus" / "triton"))
     with pytest.raises(ValueError, match="CUDA is not available"):
         run_self_test(SelfTestConfig("cuda:0", (), str(tmp_path)), settings)
+    with pytest.raises(ValueError, match="checks one GPU"):  # not torch's error in _gpu_checks
+        self_test_config("cuda:0,1", (), settings)
 
 
 def test_a_launcher_module_in_the_cache_is_no_recompile(tmp_path: Path) -> None:
