@@ -202,8 +202,12 @@ class TritonHooks:
         self, *, metadata: dict[str, Any], times: Any, cache_hit: bool, **_: Any
     ) -> None:
         digest = metadata.get("hash")
-        if digest is not None:
-            self.compile_times[str(digest)] = None if cache_hit else _compile_total_s(times)
+        if digest is None:
+            return
+        if cache_hit:  # a load: it must not erase the compile the workload did (the recorder's
+            self.compile_times.setdefault(str(digest), None)  # own IR compile hits that entry)
+        else:
+            self.compile_times[str(digest)] = _compile_total_s(times)
 
     def _on_autotune(
         self,
