@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from schemas.errors import CorruptFileError, DatasetError, FileVanishedError, UnknownStorageError
+from schemas.tables import TABLES
 
 META_VERSION = b"kernel_corpus.schema_version"
 META_TABLE = b"kernel_corpus.table"
@@ -81,7 +82,9 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
     table_dir = loc.table_dir(table)
     info = loc.fs.get_file_info(table_dir)
     if info.type != pafs.FileType.Directory:
-        raise DatasetError(f"{loc.url}: table directory {table!r} not found at {table_dir}")
+        raise DatasetError(
+            f"{loc.url}: table directory {table!r} not found at {table_dir}{_not_a_root(loc)}"
+        )
     selector = pafs.FileSelector(table_dir, recursive=True)
     files = []
     for item in loc.fs.get_file_info(selector):
@@ -96,6 +99,32 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
     if broken:
         raise CorruptFileError(broken[0], UNREADABLE_ENTRY)
     return sorted(files, key=lambda f: f.path)
+
+
+def _not_a_root(loc: Location) -> str:
+    """Why ``loc`` is no dataset root, as a clause to append to a missing-table error, when the
+    path says: it does not exist, is a file, or is a table's directory or one of its partitions
+    (``read_table("ds/measurements", "measurements")``: the path a plain Parquet reader takes).
+    Empty when the root looks right and only the table is missing."""
+    info = loc.fs.get_file_info(loc.root)
+    if info.type == pafs.FileType.NotFound:
+        return f" ({loc.root} does not exist)"
+    if info.type != pafs.FileType.Directory:
+        return f" ({loc.root} is a file, not a dataset directory)"
+    parts = loc.root.rstrip("/").split("/")
+    if parts[-1] in TABLES:
+        table, up = parts[-1], 1
+    elif len(parts) > 1 and "=" in parts[-1] and parts[-2] in TABLES:
+        table, up = parts[-2], 2
+    else:
+        return ""
+    dataset = loc.url.rstrip("/")
+    for _ in range(up):  # the URL as given (relative, file://, s3://), less its last parts
+        scheme, _, path = dataset.rpartition("://")
+        head = path.rsplit("/", 1)[0] if "/" in path else "."
+        dataset = f"{scheme}://{head}" if scheme else head
+    where = f"the {table!r} table's directory" if up == 1 else f"a partition of the {table!r} table"
+    return f"; {loc.url} is {where}: pass the dataset root, {dataset!r}, and the table's name"
 
 
 def broken_links(loc: Location, directory: str) -> list[str]:

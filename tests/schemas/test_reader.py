@@ -70,6 +70,28 @@ def test_missing_table_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        # the path a plain Parquet reader takes: the reader wants the root and the table's name
+        ("ds/measurements", "ds/measurements is the 'measurements' table's directory: pass the dataset root, 'ds',"),
+        ("ds/measurements/arch=sm_90", "is a partition of the 'measurements' table: pass the dataset root, 'ds',"),
+        ("file://{tmp}/ds/runs", "is the 'runs' table's directory: pass the dataset root, 'file://{tmp}/ds',"),
+        ("no-such-ds", "({tmp}/no-such-ds does not exist)"),
+        ("ds/measurements/arch=sm_90/{part}", "is a file, not a dataset directory)"),
+    ],
+)
+def test_a_path_that_is_no_dataset_root_says_what_it_is(dataset, tmp_path, monkeypatch, given, says):
+    monkeypatch.chdir(tmp_path)  # relative paths, as a consumer types them
+    part = next(Path(dataset, "measurements", "arch=sm_90").glob("part-*.parquet")).name
+    given, says = (text.format(tmp=tmp_path, part=part) for text in (given, says))
+    for read in (read_table, lambda url, table: scan_table(url, table).collect()):
+        with pytest.raises(DatasetError) as caught:
+            read(given, "measurements")
+        assert "table directory 'runs' not found" in str(caught.value)
+        assert says in str(caught.value)
+
+
+@pytest.mark.parametrize(
     ("request_", "message"),
     [
         ({"columns": ["median"]}, "measurements has no column 'median'"),
