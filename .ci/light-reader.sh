@@ -2,7 +2,8 @@
 # The reader install a downstream repository gets: `pip install kernel-corpus` (no extras) in a
 # fresh virtualenv must bring no torch, Triton or PyTorch Geometric, read a dataset through
 # schemas.read_table / scan_table and `python -m schemas check` it, and the heavy commands must
-# stop with one line naming their extra.
+# stop with one line naming their extra. The same reading runs again with the oldest versions
+# of the dependencies that pyproject.toml allows.
 # Usage: bash .ci/light-reader.sh [DATASET ...]   (default: the committed schema-version-1 fixture)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,24 +13,18 @@ VENV="$REPO/.venv-light"
 DATASETS=("$@")
 [ ${#DATASETS[@]} -gt 0 ] || DATASETS=(tests/schemas/fixtures/v1_dataset)
 
-rm -rf "$VENV"
-"$PYTHON" -m venv "$VENV"
-"$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q "$REPO"   # not editable: the installed package, as downstream gets it
-rm -rf "$REPO/build/lib" "$REPO"/build/bdist.*   # setuptools' in-tree scratch of that install
-"$VENV/bin/pip" list
-if "$VENV/bin/pip" list --format freeze | grep -iE '^(torch|triton|torch[-_]geometric|nvidia-.*)=='; then
-    echo "light install pulled a heavy package (above)" >&2
-    exit 1
-fi
-
 # Outside the checkout, so `import schemas` is the installed copy.
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-for dataset in "${DATASETS[@]}"; do
-    case "$dataset" in /*) path=$dataset ;; *) path=$REPO/$dataset ;; esac
-    "$VENV/bin/python" - "$path" "$VENV" <<'PY'
+
+# read_with VENV: read and check every dataset with the kernel-corpus installed in VENV.
+read_with() {
+    local venv=$1 dataset path
+    (
+    cd "$WORK"
+    for dataset in "${DATASETS[@]}"; do
+        case "$dataset" in /*) path=$dataset ;; *) path=$REPO/$dataset ;; esac
+        "$venv/bin/python" - "$path" "$venv" <<'PY'
 import sys
 import schemas
 from schemas import read_table, scan_table
@@ -42,9 +37,43 @@ heavy = sorted(m for m in ("torch", "triton", "torch_geometric") if m in sys.mod
 assert not heavy, heavy
 print(f"{root}: {measurements.num_rows} measurements, {runs.height} runs via {schemas.__file__}")
 PY
-    "$VENV/bin/python" -m schemas check "$path"
-done
+        "$venv/bin/python" -m schemas check "$path"
+    done
+    )
+}
 
+rm -rf "$VENV"
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/pip" install -q --upgrade pip
+"$VENV/bin/pip" install -q "$REPO"   # not editable: the installed package, as downstream gets it
+rm -rf "$REPO/build/lib" "$REPO"/build/bdist.*   # setuptools' in-tree scratch of that install
+"$VENV/bin/pip" list
+if "$VENV/bin/pip" list --format freeze | grep -iE '^(torch|triton|torch[-_]geometric|nvidia-.*)=='; then
+    echo "light install pulled a heavy package (above)" >&2
+    exit 1
+fi
+read_with "$VENV"
+
+# The oldest dependencies pyproject allows (each `name>=X` as `name==X`): a consumer's
+# environment that already holds them keeps them, so they must read and check a dataset too
+# (polars 1.0 took no open files in scan_parquet; pyarrow 16.0 misread nullable
+# byte-stream-split columns).
+FLOOR="$REPO/.venv-light-floor"
+mapfile -t FLOORS < <(sed -n '/^dependencies = \[/,/^\]/p' "$REPO/pyproject.toml" \
+    | grep -o '"[A-Za-z0-9_.-]*>=[^",;]*"' | tr -d '"' | sed 's/>=/==/')
+[ ${#FLOORS[@]} -gt 0 ] || { echo "no 'name>=X' dependencies found in pyproject.toml" >&2; exit 1; }
+rm -rf "$FLOOR"
+"$PYTHON" -m venv "$FLOOR"
+"$FLOOR/bin/pip" install -q --upgrade pip
+"$FLOOR/bin/pip" install -q "${FLOORS[@]}"
+"$FLOOR/bin/pip" install -q --no-deps "$REPO"
+rm -rf "$REPO/build/lib" "$REPO"/build/bdist.*
+"$FLOOR/bin/pip" check
+echo "oldest allowed dependencies: ${FLOORS[*]}"
+read_with "$FLOOR"
+rm -rf "$FLOOR"
+
+cd "$WORK"
 # The heavy commands: one line naming the extra, exit 1.
 for command in "corpus.harvest --help:harvest" "corpus.suite list:harvest" "extract x.ttgir:extract" "train --help:train"; do
     args=${command%%:*}
