@@ -370,16 +370,34 @@ def render_markdown(card: Card) -> str:
         "```",
         "",
         "Plain pyarrow, polars or duckdb read the files directly (the partition columns are inside "
-        "the files; these see measurements of uncommitted runs too, so join on `runs`, and they "
-        "need the files of one table to share one schema version):",
+        "the files, so leave hive partitioning off). They see more than that reader: measurements "
+        "of runs not committed yet (a harvest still writing, or killed), so join them to `runs` on "
+        "(`run_id`, `harvest_id`); a killed writer's hidden `.tmp-*` files, which a `*.parquet` "
+        "glob matches, so match `part-*.parquet`; files replaced by a compaction a crash "
+        "interrupted, so run `python -m schemas compact` first; and files of several schema "
+        "versions side by side (each file's `schema_version` column says which):",
         "",
         "```python",
         "import pyarrow.dataset as ds",
-        'measurements = ds.dataset("measurements", format="parquet").to_table()',
+        'runs = ds.dataset("runs", format="parquet").to_table()  # skips hidden files itself',
         "import polars as pl",
-        'runs = pl.scan_parquet("runs/**/*.parquet")',
+        "measurements = (",
+        '    pl.scan_parquet("measurements/**/part-*.parquet", hive_partitioning=False)',
+        '    .join(pl.scan_parquet("runs/**/part-*.parquet", hive_partitioning=False)',
+        '          .select("run_id", "harvest_id"), on=["run_id", "harvest_id"])  # committed only',
+        "    .collect()",
+        ")",
+        "```",
+        "",
+        "```python",
         "import duckdb",
-        "duckdb.sql(\"select family, count(*) from 'runs/**/*.parquet' group by family\")",
+        'duckdb.sql("""',
+        "    SELECT r.family, count(*) AS configs",
+        "    FROM read_parquet('measurements/**/part-*.parquet', hive_partitioning = false) AS m",
+        "    JOIN read_parquet('runs/**/part-*.parquet', hive_partitioning = false) AS r",
+        "      USING (run_id, harvest_id)  -- committed measurements only",
+        "    GROUP BY ALL",
+        '""")',
         "```",
         "",
         "Training a cost model on it with kernel-corpus's `train` package: `python -m train --data . "

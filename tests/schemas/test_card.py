@@ -8,6 +8,8 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
+import pyarrow as pa
 import pytest
 
 from schemas import DatasetError, DatasetWriter, read_table
@@ -58,6 +60,36 @@ def test_card_files_at_the_root(dataset: str) -> None:
     twin = json.loads((Path(dataset) / CARD_JSON).read_text())
     assert twin["rows"]["measurements"] == 9 and twin["license"] == "CC-BY-4.0"
     assert not [p for p in Path(dataset).iterdir() if p.name.startswith(".tmp-")]
+
+
+def _rows(value: object) -> int:
+    """Rows of what a loading snippet left in a variable (pyarrow, polars eager or lazy)."""
+    if isinstance(value, pl.LazyFrame):
+        value = value.collect()
+    return value.num_rows if isinstance(value, pa.Table) else value.height  # type: ignore[attr-defined]
+
+
+def test_card_loading_snippets_read_what_the_reader_reads(
+    dataset: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a plain reader meets beside committed rows: a run whose runs row never landed and a
+    # killed writer's hidden temporary (a copy of a committed file, as a retried write leaves).
+    _uncommitted_run(dataset)
+    part = next(Path(dataset, "runs").glob("*/part-*.parquet"))
+    shutil.copy(part, part.with_name(f".tmp-0123abcd-{part.name}"))
+    markdown = write_card(dataset) and (Path(dataset) / CARD_MARKDOWN).read_text()
+    loading = markdown.split("## Loading", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", loading, re.S)
+    assert len(blocks) == 3 and "import duckdb" in blocks[2]  # duckdb is not a dependency
+    monkeypatch.chdir(dataset)  # the card's snippets run from the dataset's directory
+    for block in blocks[:2]:
+        names: dict[str, object] = {}
+        exec(block, names)
+        for name in ("runs", "measurements", "ok"):
+            if name in names:
+                ok = [("status", "=", "ok")] if name == "ok" else None
+                expected = read_table(".", "measurements" if name == "ok" else name, filters=ok).num_rows
+                assert _rows(names[name]) == expected, (name, block)
 
 
 def test_refresh_keeps_licence_and_commands_and_recounts(dataset: str) -> None:
