@@ -33,7 +33,14 @@ def _f(name: str, type_: pa.DataType, doc: str, *, nullable: bool = True) -> pa.
     return pa.field(name, type_, nullable=nullable, metadata={"doc": doc})
 
 
-_VERSION = _f("schema_version", pa.int32(), "Schema version this row was written under.", nullable=False)
+_VERSION = _f(
+    "schema_version",
+    pa.int32(),
+    "Schema version of the file holding the row (what a plain Parquet reader sees). "
+    "kernel-corpus's reader lifts rows of older files to the current version and reports that "
+    "version; a lifted row's new fields are filled as 'Changes from version N' lists.",
+    nullable=False,
+)
 _HARVEST = _f(
     "harvest_id",
     pa.string(),
