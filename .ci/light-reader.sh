@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reader install a downstream repository gets: `pip install kernel-corpus` (no extras) in a
+# The reader install a downstream repository gets: `pip install PATH-OR-GIT-URL` (no extras) in a
 # fresh virtualenv must bring no torch, Triton or PyTorch Geometric, read a dataset through
 # schemas.read_table / scan_table and `python -m schemas check` it, and the heavy commands must
 # stop with one line naming their extra. The same reading runs again with the oldest versions

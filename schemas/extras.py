@@ -1,6 +1,6 @@
 """The optional extras of kernel-corpus, and the one line a command prints when one is missing.
 
-``pip install kernel-corpus`` is the reader alone (this package: pyarrow, polars, fsspec, rich);
+kernel-corpus without extras is the reader alone (this package: pyarrow, polars, fsspec, rich);
 ``extract``, ``corpus`` and ``train`` need the heavy stack (torch, Triton, PyTorch Geometric...)
 from an extra. Each of those packages calls :func:`require_extra` once, in its ``__init__``,
 so a missing dependency is reported in one place per package, before any of its modules
