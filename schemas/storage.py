@@ -109,7 +109,8 @@ def _not_a_root(loc: Location) -> str:
     info = loc.fs.get_file_info(loc.root)
     if info.type == pafs.FileType.NotFound:
         return f" ({loc.root} does not exist)"
-    if info.type != pafs.FileType.Directory:
+    if info.type != pafs.FileType.Directory and isinstance(loc.fs, pafs.LocalFileSystem):
+        # Only a local file is surely no directory: over HTTP every path that answers is a "file".
         return f" ({loc.root} is a file, not a dataset directory)"
     parts = loc.root.rstrip("/").split("/")
     if parts[-1] in TABLES:

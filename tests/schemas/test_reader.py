@@ -91,6 +91,26 @@ def test_a_path_that_is_no_dataset_root_says_what_it_is(dataset, tmp_path, monke
         assert says in str(caught.value)
 
 
+def test_an_http_root_is_not_called_a_file(dataset):
+    # Over HTTP every path that answers is a "file" to fsspec, a dataset's directory too.
+    pytest.importorskip("aiohttp")  # fsspec's HTTP backend
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=dataset)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(DatasetError) as caught:
+            read_table(f"http://127.0.0.1:{server.server_address[1]}", "runs")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "table directory 'runs' not found" in str(caught.value)
+    assert "is a file" not in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
