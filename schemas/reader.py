@@ -9,6 +9,7 @@ reader sees never depends on crashes or on how many writers raced.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import threading
 import time
@@ -361,7 +362,7 @@ def incomplete_runs(measurements: pa.Table, runs: pa.Table) -> pa.Table:
     return joined.set_column(joined.schema.get_field_index("count_all"), "rows", rows).filter(short)
 
 
-def committed_runs(url: str) -> pa.Table:
+def committed_runs(url: str | os.PathLike[str]) -> pa.Table:
     """(run_id, harvest_id) of every committed run."""
     loc = resolve(url)
     return stable(lambda: _gated_read(loc, "runs", list(COMMIT_KEY), None).rows)
@@ -410,7 +411,7 @@ def require_complete_runs(loc: Location, found: TableFiles, commits: _Commits, r
 
 
 def read_table(
-    url: str,
+    url: str | os.PathLike[str],
     table: str,
     columns: Sequence[str] | None = None,
     filters: Filters = None,
@@ -444,6 +445,7 @@ def read_table(
     and ``filters`` select, and are reached once per set of files (:mod:`schemas.verdicts`). Files that a concurrent ``compact``
     replaces while they are read are read from the merged file instead.
     """
+    url = os.fspath(url)  # a pathlib.Path, as pyarrow and polars take it
     check_mode(harvests, table, committed_only)
     check_request(table, columns, filters)  # an unknown table is a KeyError, a column a ReadRequestError
     loc = resolve(url)
@@ -491,7 +493,7 @@ def _finish_times(loc: Location) -> pa.Table:
 
 
 def scan_table(
-    url: str,
+    url: str | os.PathLike[str],
     table: str,
     *,
     committed_only: bool = True,
@@ -515,6 +517,7 @@ def scan_table(
     """
     import polars as pl
 
+    url = os.fspath(url)  # a pathlib.Path, as pyarrow and polars take it
     check_mode(harvests, table, committed_only)
     table_spec(table)
     loc = resolve(url)

@@ -45,9 +45,11 @@ class Location:
         return posixpath.join(self.root, table)
 
 
-def resolve(url: str) -> Location:
-    """Resolve a local path or fsspec URL to a :class:`Location`; a scheme fsspec cannot
-    serve here is :class:`~schemas.errors.UnknownStorageError`, naming the URL."""
+def resolve(url: str | os.PathLike[str]) -> Location:
+    """Resolve a local path (a ``str`` or a ``pathlib.Path``, as pyarrow and polars take) or
+    fsspec URL to a :class:`Location`; a scheme fsspec cannot serve here is
+    :class:`~schemas.errors.UnknownStorageError`, naming the URL."""
+    url = os.fspath(url)
     if "://" in url and not url.startswith("file://"):
         import fsspec  # only needed for remote/in-memory datasets
 

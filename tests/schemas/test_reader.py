@@ -18,6 +18,7 @@ from schemas import (
     ReadRequestError,
     RepeatedKeyError,
     SchemaVersionError,
+    committed_runs,
     read_table,
     scan_table,
 )
@@ -89,6 +90,17 @@ def test_a_path_that_is_no_dataset_root_says_what_it_is(dataset, tmp_path, monke
             read(given, "measurements")
         assert "table directory 'runs' not found" in str(caught.value)
         assert says in str(caught.value)
+
+
+def test_a_pathlib_path_reads_as_its_string(dataset):
+    # pyarrow and polars take a pathlib.Path; the reader raised "argument of type 'PosixPath'
+    # is not iterable" on one.
+    root = Path(dataset)
+    assert read_table(root, "measurements").equals(read_table(dataset, "measurements"))
+    assert scan_table(root, "measurements").collect().equals(scan_table(dataset, "measurements").collect())
+    assert read_table(root, "runs", harvests="latest").num_rows == 3
+    assert committed_runs(root).num_rows == 3
+    assert check_dataset(root).ok
 
 
 def test_an_http_root_is_not_called_a_file(dataset):
