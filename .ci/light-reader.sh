@@ -75,7 +75,8 @@ rm -rf "$FLOOR"
 
 cd "$WORK"
 # The heavy commands: one line naming the extra, exit 1.
-for command in "corpus.harvest --help:harvest" "corpus.suite list:harvest" "extract x.ttgir:extract" "train --help:train"; do
+for command in "corpus.harvest --help:harvest" "corpus.suite list:harvest" "extract x.ttgir:extract" "train --help:train" \
+    "schemas.bench --rows 10:bench"; do
     args=${command%%:*}
     extra=${command##*:}
     set +e

@@ -21,12 +21,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import verdicts
 from schemas.argtypes import non_negative_int, positive_int
+from schemas.extras import missing_extra_message, missing_modules
 from schemas.helptext import plain
 from schemas.identity import canonical_json, config_id, launch_string
 from schemas.reader import COMPLETE_VERDICT, read_table, scan_table
@@ -45,6 +45,8 @@ class BenchConfig:
 
 def synthetic_measurements(rows: int, samples_per_row: int, seed: int) -> pa.Table:
     """Measurement rows shaped like a real harvest: ~60 configs per run, realistic spreads."""
+    import numpy as np  # the synthetic values only: the reader itself needs no numpy (the 'bench' extra)
+
     rng = np.random.default_rng(seed)
     configs = []
     for block_m in (16, 32, 64, 128, 256):
@@ -229,6 +231,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=positive_int, default=3, help="timed reads per reader for the ratios, the median taken (default: 3)")
     parser.add_argument("--ratios-only", action="store_true", help="only the gated vs plain reader ratios (default: every figure)")
     args = parser.parse_args(argv)
+    missing = missing_modules(("numpy",))
+    if missing:  # the reader-alone install: one line naming the extra, as the other commands say it
+        print(f"error: {missing_extra_message('schemas.bench', 'bench', missing)}", file=sys.stderr)
+        raise SystemExit(1)
     config = BenchConfig(args.rows, args.rows_per_file, args.samples, args.seed, args.rounds)
     print(f"measurements table, {config.rows:,} synthetic rows, zstd, {config.rows_per_file:,} rows per file")
     if not args.ratios_only:

@@ -55,6 +55,7 @@ def test_a_library_import_without_the_extra_raises_naming_it(monkeypatch):
         (["corpus.suite", "list"], "threadpoolctl", "harvest"),
         (["extract", "x.ttgir"], "networkx", "extract"),
         (["train", "--help"], "torch_geometric", "train"),
+        (["schemas.bench", "--rows", "10"], "numpy", "bench"),  # a traceback in the reader install
     ],
 )
 def test_a_command_without_its_extra_stops_with_one_line(tmp_path, command, blocked, extra):
