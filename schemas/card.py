@@ -375,7 +375,8 @@ def render_markdown(card: Card) -> str:
         "(`run_id`, `harvest_id`); a killed writer's hidden `.tmp-*` files, which a `*.parquet` "
         "glob matches, so match `part-*.parquet`; files replaced by a compaction a crash "
         "interrupted, so run `python -m schemas compact` first; and files of several schema "
-        "versions side by side (each file's `schema_version` column says which):",
+        "versions side by side, which differ in columns (`python -m schemas compact . "
+        "--min-files 1` rewrites every file at the current version):",
         "",
         "```python",
         "import pyarrow.dataset as ds",
