@@ -32,6 +32,7 @@ from schemas.storage import (
     STALE_TEMPORARY_AGE_S,
     Location,
     footer_version,
+    not_a_root_hint,
     read_file,
     read_footer,
     remove_stale_temporaries,
@@ -80,6 +81,7 @@ def require_dataset(loc: Location) -> list[str]:
     if not present:
         raise DatasetError(
             f"{loc.url}: no dataset here (none of the table directories {', '.join(TABLES)} exists)"
+            f"{not_a_root_hint(loc)}"
         )
     return present
 

@@ -85,7 +85,7 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
     info = loc.fs.get_file_info(table_dir)
     if info.type != pafs.FileType.Directory:
         raise DatasetError(
-            f"{loc.url}: table directory {table!r} not found at {table_dir}{_not_a_root(loc)}"
+            f"{loc.url}: table directory {table!r} not found at {table_dir}{not_a_root_hint(loc)}"
         )
     selector = pafs.FileSelector(table_dir, recursive=True)
     files = []
@@ -103,7 +103,7 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
     return sorted(files, key=lambda f: f.path)
 
 
-def _not_a_root(loc: Location) -> str:
+def not_a_root_hint(loc: Location) -> str:
     """Why ``loc`` is no dataset root, as a clause to append to a missing-table error, when the
     path says: it does not exist, is a file, or is a table's directory or one of its partitions
     (``read_table("ds/measurements", "measurements")``: the path a plain Parquet reader takes).
@@ -127,7 +127,7 @@ def _not_a_root(loc: Location) -> str:
         head = path.rsplit("/", 1)[0] if "/" in path else "."
         dataset = f"{scheme}://{head}" if scheme else head
     where = f"the {table!r} table's directory" if up == 1 else f"a partition of the {table!r} table"
-    return f"; {loc.url} is {where}: pass the dataset root, {dataset!r}, and the table's name"
+    return f"; {loc.url} is {where}: pass the dataset root, {dataset!r}"
 
 
 def broken_links(loc: Location, directory: str) -> list[str]:

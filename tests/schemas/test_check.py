@@ -106,6 +106,12 @@ def test_missing_table_directory_is_reported(dataset, tmp_path):
         result = run_cli("check", str(path))
         assert result.returncode == 2 and "no dataset here" in result.stderr + result.stdout
         assert "problem(s)" not in result.stdout and "Traceback" not in result.stderr
+    # a table's directory, the path a plain Parquet reader takes: the line says to pass the root
+    for command in ("check", "compact"):
+        result = run_cli(command, str(Path(dataset, "measurements")))
+        said = " ".join((result.stderr + result.stdout).split())
+        assert result.returncode == 2 and "is the 'measurements' table's directory" in said, said
+        assert f"pass the dataset root, '{dataset}'" in said
 
 
 def test_a_measurement_of_another_arch_than_its_run_is_a_problem(dataset):

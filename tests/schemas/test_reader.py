@@ -74,9 +74,9 @@ def test_missing_table_is_a_clear_error(tmp_path):
     ("given", "says"),
     [
         # the path a plain Parquet reader takes: the reader wants the root and the table's name
-        ("ds/measurements", "ds/measurements is the 'measurements' table's directory: pass the dataset root, 'ds',"),
-        ("ds/measurements/arch=sm_90", "is a partition of the 'measurements' table: pass the dataset root, 'ds',"),
-        ("file://{tmp}/ds/runs", "is the 'runs' table's directory: pass the dataset root, 'file://{tmp}/ds',"),
+        ("ds/measurements", "ds/measurements is the 'measurements' table's directory: pass the dataset root, 'ds'"),
+        ("ds/measurements/arch=sm_90", "is a partition of the 'measurements' table: pass the dataset root, 'ds'"),
+        ("file://{tmp}/ds/runs", "is the 'runs' table's directory: pass the dataset root, 'file://{tmp}/ds'"),
         ("no-such-ds", "({tmp}/no-such-ds does not exist)"),
         ("ds/measurements/arch=sm_90/{part}", "is a file, not a dataset directory)"),
     ],
