@@ -59,12 +59,20 @@ class ResumePlan:
 
 
 def read_existing(
-    out: str, table: str, columns: Sequence[str], filters: Filters = None
+    out: str,
+    table: str,
+    columns: Sequence[str],
+    filters: Filters = None,
+    *,
+    committed_only: bool = True,
 ) -> pa.Table | None:
-    """``columns`` of ``table`` in the dataset at ``out`` (rows matching ``filters``), or None
-    when the table does not exist yet (a new dataset); any other DatasetError is raised."""
+    """``columns`` of ``table`` in the dataset at ``out`` (rows matching ``filters``; with
+    ``committed_only=False`` measurements of uncommitted runs too), or None when the table
+    does not exist yet (a new dataset); any other DatasetError is raised."""
     try:
-        return read_table(out, table, columns=list(columns), filters=filters)
+        return read_table(
+            out, table, columns=list(columns), filters=filters, committed_only=committed_only
+        )
     except DatasetError as exc:
         if "not found" in str(exc):
             return None

@@ -14,6 +14,7 @@ from corpus.ingest.app import IngestConfig, ingest
 from corpus.ingest.problems import IngestError
 from schemas.argtypes import non_empty_text
 from schemas.console import print_error
+from schemas.errors import DatasetError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         summary = ingest(config)
-    except (IngestError, OutRefused, OSError) as exc:
+    except (IngestError, OutRefused, OSError, DatasetError) as exc:
         print_error(Console(stderr=True), str(exc))
         return 2
     for line in summary.lines(config.out):

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import codecs
+import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
 
 from corpus.destination import probe_out
 from corpus.harvest.claims import committed_harvests
+from corpus.harvest.resume import read_existing
 from corpus.harvest.rows import now
 from corpus.ingest.helion import helion_runs
 from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import ImportedRun, import_harvest_id, imported_rows, imported_run_id
 from corpus.ingest.tritonparse import autotune_runs, graphs_of, open_trace, read_trace
-from corpus.run_writer import RunWriter
+from corpus.run_writer import RunRows, RunWriter
+from schemas.locking import FileLock, holder_line, is_lockable
+from schemas.storage import resolve
+from schemas.tables import TABLES
 
 FORMATS = ("helion", "tritonparse")
 
@@ -49,6 +59,9 @@ class IngestSummary:
     """Analysis events tritonparse derived from the others (``ir_analysis``, ...): left out."""
     already_imported: int = 0
     """Runs an earlier import of this log committed (the same tuning, by content): not written."""
+    completed: int = 0
+    """Runs an interrupted import of this log wrote but did not commit (its measurements landed,
+    its ``runs`` row did not): committed now, with the measurements it left, none written twice."""
     problems: Problems = field(default_factory=Problems)
 
     def lines(self, out: str) -> list[str]:
@@ -68,6 +81,11 @@ class IngestSummary:
             text.append(
                 f"{self.already_imported} run(s) already imported into {out} by an earlier import "
                 "(the same tunings): not written again"
+            )
+        if self.completed:
+            text.append(
+                f"{self.completed} run(s) an interrupted import had written but not committed: "
+                "committed with the measurements it left (none written twice)"
             )
         if self.problems.total:
             text.append(f"skipped {self.problems.total} record(s):")
@@ -132,26 +150,65 @@ def ingest(config: IngestConfig) -> IngestSummary:
     ``runs`` row last). Refused records raise (``strict``) or are counted in the summary."""
     _check(config)
     summary = IngestSummary(problems=Problems(strict=config.strict))
-    sink = RunWriter.for_dataset(config.out)
-    kernels_before = len(sink.known_kernels)
     if config.format == "helion":
         runs = helion_runs(config.log, config.meta, summary.problems)
+        trace, used = None, set()
     else:
         trace = read_trace(config.log, summary.problems)
         summary.derived = trace.derived
         runs, used = autotune_runs(trace, config.log, summary.problems)
-        _write_unused_compilations(trace, used, sink)
-    _write_runs(runs, sink, summary, config.out)
+    with _ingest_lock(config.out):  # what is committed is read, and written, by one import at a time
+        sink = RunWriter.for_dataset(config.out)
+        kernels_before = len(sink.known_kernels)
+        if trace is not None:
+            _write_unused_compilations(trace, used, sink)
+        _write_runs(runs, sink, summary, config.out)
     summary.ir_graphs = sink.new_graphs
     summary.kernels = len(sink.known_kernels) - kernels_before
     return summary
 
 
+INGEST_LOCK = "ingest"
+"""Imports into one dataset take turns (``.locks/ingest.lock``): two imports of one log at once
+would both find its tunings new and commit each twice."""
+
+
+@contextmanager
+def _ingest_lock(out: str) -> Iterator[None]:
+    """Hold the dataset's import lock (local datasets; an fsspec URL has none), saying what it
+    waits for when another import holds it."""
+    loc = resolve(out)
+    if not is_lockable(loc):
+        yield
+        return
+    lock = FileLock(loc, INGEST_LOCK, holder_line("ingest"))
+    lock.acquire(
+        wait=True,
+        on_wait=lambda holder: print(
+            f"ingest: waiting for the dataset's import lock, held by {holder or 'another import'}",
+            file=sys.stderr,
+        ),
+    )
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary, out: str) -> None:
     """Each tuning under its own content-derived harvest_id (:func:`import_harvest_id`); those
-    ``out`` holds committed already (an earlier import of this log) are counted, not written."""
+    ``out`` holds committed already (an earlier import of this log) are counted, not written.
+
+    The id being the same on every import, the measurements an interrupted import wrote for a
+    run it did not commit (killed before the ``runs`` row landed) carry the very key this import
+    would write again: such a run is committed with the rows it left (when they are exactly
+    this import's rows), never written twice, which readers would refuse as repeated keys.
+    Rows left that differ (another version of the importer) are refused before anything is
+    written, naming the run."""
     committed = committed_harvests(out)
+    left = _uncommitted_measurements(out)
     occurrences: Counter[str] = Counter()
+    todo: list[tuple[RunRows, bool]] = []
     for run in runs:
         key = imported_run_id(run)
         occurrence = occurrences[key]
@@ -165,9 +222,46 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
             summary.already_imported += 1
             continue
         rows = imported_rows(run, harvest_id, now())
+        earlier = left.get((key, harvest_id))
+        if earlier is not None and earlier != _identities(rows.measurements):
+            raise IngestError(
+                f"{out}: run_id={key} (harvest_id={harvest_id}) has {len(earlier)} uncommitted "
+                f"measurement row(s) of an interrupted import that differ from this import's "
+                f"{len(rows.measurements)}; nothing was written. Delete the measurements file "
+                "holding them (`python -m schemas check` lists uncommitted rows), then import again"
+            )
+        todo.append((rows, earlier is not None))
+    for rows, resumed in todo:
+        if resumed:  # its measurements landed before the interruption: commit them
+            rows = RunRows(rows.graphs, rows.kernel, [], rows.run)
+            summary.completed += 1
         sink.write(rows)
         summary.runs += 1
-        summary.measurements += len(rows.measurements)
+        summary.measurements += 0 if resumed else len(rows.measurements)
+
+
+def _identities(rows: list[dict[str, Any]] | pa.Table) -> list[tuple[Any, ...]]:
+    """The identity columns of measurement rows (key and fixed values), sorted: equal lists
+    mean the same rows, each once."""
+    names = TABLES["measurements"].identity
+    records = rows.to_pylist() if isinstance(rows, pa.Table) else rows
+    return sorted(tuple(str(row.get(name)) for name in names) for row in records)
+
+
+def _uncommitted_measurements(out: str) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
+    """(run_id, harvest_id) -> :func:`_identities` of ``out``'s measurement rows whose run has
+    no ``runs`` row (an interrupted writer's)."""
+    names = list(TABLES["measurements"].identity)
+    stored = read_existing(out, "measurements", names, committed_only=False)
+    if stored is None or stored.num_rows == 0:
+        return {}
+    committed = committed_harvests(out)
+    by_run: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in stored.to_pylist():
+        key = (row["run_id"], row["harvest_id"])
+        if key not in committed:
+            by_run.setdefault(key, []).append(row)
+    return {key: _identities(rows) for key, rows in by_run.items()}
 
 
 def _write_unused_compilations(trace, used: set[str], sink: RunWriter) -> None:  # type: ignore[no-untyped-def]

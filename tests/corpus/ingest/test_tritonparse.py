@@ -4,18 +4,24 @@ make_tritonparse_fixture.py): rows, ids shared with corpus.record, graphs, bad l
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from corpus.ingest.__main__ import main
-from corpus.ingest.app import IngestConfig, ingest
+from corpus.ingest.app import INGEST_LOCK, IngestConfig, ingest
 from corpus.ingest.problems import IngestError
 from corpus.ingest.tritonparse import parse_config_text
-from schemas import read_table
+from schemas import DatasetError, read_table
 from schemas.check import check_dataset
 from schemas.identity import config_id, kernel_id
+from schemas.locking import FileLock
+from schemas.storage import resolve
 from tests.corpus.record.conftest import WORKLOAD
+from tests.faultfs import FaultPlan, faulty_storage, faulty_url
 
 TRACE = Path(__file__).resolve().parent / "fixtures" / "tritonparse" / "gelu.ndjson"
 
@@ -78,6 +84,65 @@ def test_a_trace_imported_twice_is_written_once(tmp_path: Path) -> None:
     assert (again.runs, again.measurements, again.already_imported) == (0, 0, 1)
     assert read_table(str(out), "runs").num_rows == 1 and read_table(str(out), "measurements").num_rows == 2
     assert check_dataset(str(out)).ok
+
+
+def test_an_import_interrupted_before_its_commit_and_rerun_writes_each_row_once(tmp_path: Path) -> None:
+    """The gap: a tuning's harvest_id is derived from its content, so the measurements an import
+    killed before its ``runs`` row landed carry the key the rerun writes again. The rerun wrote
+    them a second time and committed both: readers refused the table (repeated keys) and check
+    failed. Now the rerun commits the run with the rows left, writing none twice."""
+    counting = FaultPlan()
+    with faulty_storage(counting):
+        _ingest(faulty_url(tmp_path / "count"))  # type: ignore[arg-type]
+    out = tmp_path / "d"
+    with faulty_storage(FaultPlan(fail={counting.writes})), pytest.raises(DatasetError):  # the runs row
+        _ingest(faulty_url(out))  # type: ignore[arg-type]
+    assert read_table(str(out), "measurements", committed_only=False).num_rows == 2  # left behind
+    assert read_table(str(out), "runs").num_rows == 0
+    again = _ingest(out)
+    assert read_table(str(out), "measurements").num_rows == 2  # was RepeatedKeyError
+    assert check_dataset(str(out)).ok
+    assert (again.runs, again.measurements, again.completed) == (1, 0, 1)
+    assert _ingest(out).already_imported == 1
+
+
+def test_rows_an_interrupted_import_left_that_differ_are_refused_before_writing(tmp_path: Path) -> None:
+    """Uncommitted rows under the key this import would write, but with other outcomes (another
+    importer version): refused naming the run, nothing written."""
+    out = tmp_path / "d"
+    _ingest(out)
+    runs_file = next((out / "runs").rglob("*.parquet"))
+    runs_file.unlink()  # as if killed before the commit
+    stored = next((out / "measurements").rglob("*.parquet"))
+    table = pq.read_table(stored)
+    medians = table.column("median_ms").to_pylist()
+    table = table.set_column(
+        table.column_names.index("median_ms"), "median_ms", pa.array([m * 2 for m in medians])
+    )
+    pq.write_table(table.replace_schema_metadata(pq.read_schema(stored).metadata), stored, write_page_checksum=True)
+    files_before = sorted(p.name for p in out.rglob("*.parquet"))
+    with pytest.raises(IngestError, match="uncommitted measurement row.*differ"):
+        _ingest(out)
+    assert sorted(p.name for p in out.rglob("*.parquet")) == files_before
+
+
+def test_imports_into_one_dataset_take_turns(tmp_path: Path) -> None:
+    """Two imports of one log at once both found its tuning new and committed it twice (runs
+    rows differing in finished_at, which check --fix cannot repair): an import now holds the
+    dataset's import lock while it reads what is committed and writes."""
+    out = tmp_path / "d"
+    _ingest(tmp_path / "warm")  # the trace parsed once before timing anything
+    held = FileLock(resolve(str(out)), INGEST_LOCK, "ingest (pid 1 on anon-test)")
+    out.mkdir()
+    assert held.acquire(wait=False)
+    done: list[object] = []
+    worker = threading.Thread(target=lambda: done.append(_ingest(out)))
+    worker.start()
+    worker.join(3)
+    assert worker.is_alive() and not list(out.rglob("*.parquet"))  # waiting, nothing written
+    held.release()
+    worker.join(60)
+    assert len(done) == 1 and read_table(str(out), "runs").num_rows == 1
 
 
 def test_kernel_identity_matches_a_recording_of_the_same_kernel(tmp_path: Path) -> None:
