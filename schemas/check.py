@@ -41,6 +41,7 @@ from schemas.storage import (
     resolve,
 )
 from schemas.tables import TABLES
+from schemas.values import measurement_value_problems
 
 READ_ORDER = ("runs", "measurements", "ir_edges", "ir_nodes", "ir_graphs", "kernels")
 """Children before parents: writers add parents first (kernels and IR, then measurements, then
@@ -324,6 +325,7 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
         measurements = committed
     if measurements is not None:
         _check_samples(measurements, report)
+        report.problems.extend(measurement_value_problems(measurements))
     if measurements is not None and "ir_graphs" in tables:
         graphs = tables["ir_graphs"].column("ir_id")
         for column in ("ttir_id", "ttgir_id"):

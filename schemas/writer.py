@@ -24,6 +24,7 @@ from schemas.errors import DatasetError, WriteFailedError
 from schemas.machine import anonymize_host, host_name
 from schemas.storage import META_TABLE, META_VERSION, Location, resolve, write_atomic
 from schemas.tables import SCHEMA_VERSION, TableSpec, table_spec
+from schemas.values import measurement_value_problems
 
 _PARTITION_VALUE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -141,6 +142,10 @@ class DatasetWriter:
         table = conform(spec, rows)
         if table.num_rows == 0:
             return []
+        if spec.name == "measurements":  # values the types allow but no measurement can have
+            problems = measurement_value_problems(table)
+            if problems:
+                raise DatasetError(f"not written: {'; '.join(problems)}")
         written: list[str] = []
         pending = list(partitions(spec, table))
         while pending:

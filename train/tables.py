@@ -13,6 +13,7 @@ import polars as pl
 
 from schemas import DatasetError, Status, read_table
 from schemas.harvests import HARVEST_MODES
+from schemas.values import measurement_value_problems
 
 LEVELS = ("ttgir", "ttir")
 
@@ -132,6 +133,12 @@ def load_samples(
         read_table(data, "measurements", columns=list(MEASUREMENT_COLUMNS), harvests=harvests)
     )
     assert isinstance(runs, pl.DataFrame) and isinstance(measurements, pl.DataFrame)
+    problems = measurement_value_problems(measurements.to_arrow())
+    if problems:  # a NaN 'ok' latency was a valid label with a NaN log; an unknown status a failure
+        raise DatasetError(
+            f"{data}: {'; '.join(problems)}. `python -m schemas check {data}` names the problems; "
+            "no training on them"
+        )
     if harvests == "all":
         joined = measurements.join(runs, on=["run_id", "harvest_id"], how="inner")
     else:

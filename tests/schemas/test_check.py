@@ -7,10 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
-from schemas import DatasetWriter
+from schemas import DatasetError, DatasetWriter
 from schemas.check import check_dataset
+from schemas.storage import resolve, write_atomic
+from schemas.tables import TABLES
+from schemas.writer import conform, new_writer_id, with_file_metadata
 
 from .conftest import sample_rows
 
@@ -132,6 +136,40 @@ def test_a_null_timing_sample_is_a_problem(dataset):
     writer.write("measurements", rows["measurements"])
     writer.commit_run(rows["runs"])
     assert "1 null value(s) inside samples_ms" in "\n".join(check_dataset(dataset).problems)
+
+
+def _write_foreign_measurements(dataset: str, rows: list[dict]) -> None:
+    """``rows`` as a measurements file a foreign writer made: the writer's layout and footer,
+    without its value check (:class:`DatasetWriter` now refuses such rows)."""
+    spec = TABLES["measurements"]
+    table = with_file_metadata(conform(spec, rows), spec)
+    directory = f"{dataset}/measurements/arch={rows[0]['arch']}"
+    write_atomic(resolve(dataset), directory, f"part-{new_writer_id()}-000001.parquet", table)
+
+
+def test_impossible_measurement_values_are_problems_and_refused_by_the_writer(dataset):
+    """The gap: a status outside the vocabulary, a NaN median of an 'ok' row, a negative one
+    and NaN/inf samples fit the column types, so check said OK; train then took the NaN as a
+    valid latency (its log NaN) and the unknown status as a failure (tests/train/test_tables.py)."""
+    rows = sample_rows(7, n_configs=4)
+    measurements = rows["measurements"]
+    measurements[0]["status"] = "bogus"
+    measurements[1]["median_ms"] = float("nan")
+    measurements[2]["median_ms"] = -1.0
+    measurements[3] |= {"samples_ms": [1.0, float("inf"), float("nan")], "n_reps": 3}
+    with pytest.raises(DatasetError, match="not written: measurements: 1 row.s. whose status is none of"):
+        DatasetWriter(dataset).write("measurements", measurements)
+    assert not list(Path(dataset, "measurements").rglob("*000001.parquet"))  # nothing written
+    _write_foreign_measurements(dataset, measurements)
+    DatasetWriter(dataset).commit_run(rows["runs"])
+    report = check_dataset(dataset)
+    assert not report.ok
+    problems = "\n".join(report.problems)
+    assert "1 row(s) whose status is none of ok, compile_error" in problems and "('bogus')" in problems
+    assert "1 median_ms value(s) are NaN or infinite" in problems
+    assert "2 value(s) inside samples_ms are NaN or infinite" in problems
+    assert "1 'ok' row(s) without a usable median_ms (missing or negative)" in problems
+    assert f"run_id={measurements[2]['run_id']}" in problems
 
 
 def test_a_graph_whose_nodes_were_lost_is_a_problem(dataset):

@@ -7,6 +7,9 @@ import polars as pl
 import pytest
 
 from schemas import CorruptFileError, DatasetError, DatasetWriter, read_table
+from schemas.storage import resolve, write_atomic
+from schemas.tables import TABLES
+from schemas.writer import conform, new_writer_id, with_file_metadata
 from tests.train.synthetic import run_rows, write_dataset
 from train.tables import IR_COUNT_COLUMNS, collapse_identical, load_samples, ranked_runs
 
@@ -201,3 +204,24 @@ def test_collapse_identical_keeps_one_config_per_program():
         ("s", "b"),
     ]
     assert collapse_identical(frame.drop("same_binary_as")).height == frame.height
+
+
+def test_impossible_measurement_values_are_refused_not_learnt(tmp_path):
+    """The gap: a NaN median of an 'ok' row (a foreign writer's, or damage) was a valid sample
+    whose log_latency was NaN, and a status outside the vocabulary one more failure; both went
+    into training without a word. Now load_samples refuses them, naming the row."""
+    root = write_dataset(str(tmp_path / "data"), n_families=2, shapes_per_family=1, n_configs=3).root
+    rows = run_rows("fam9", (64, 64), index=99, n_configs=3, seed=1)
+    first_ok = next(r for r in rows["measurements"] if r["status"] == "ok")
+    first_ok["median_ms"] = float("nan")
+    spec = TABLES["measurements"]
+    table = with_file_metadata(conform(spec, rows["measurements"]), spec)
+    directory = f"{root}/measurements/arch={rows['measurements'][0]['arch']}"
+    write_atomic(resolve(root), directory, f"part-{new_writer_id()}-000001.parquet", table)
+    writer = DatasetWriter(root)
+    for name in ("kernels", "ir_graphs", "ir_nodes", "ir_edges"):
+        if rows.get(name):
+            writer.write(name, rows[name])
+    writer.commit_run(rows["runs"])
+    with pytest.raises(DatasetError, match=f"1 median_ms value.s. are NaN or infinite, e.g. run_id={first_ok['run_id']}"):
+        load_samples(root)
