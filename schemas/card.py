@@ -114,6 +114,10 @@ class Card:
     suites: dict[str, int] = field(default_factory=dict)
     """Suite module -> kernels from it."""
     harvests: int = 0
+    runs_by_harvest: dict[str, int] = field(default_factory=dict)
+    """harvest_id -> its committed runs. ``python -m schemas check`` compares them with the
+    dataset: a lost ``runs`` file leaves its measurements looking merely uncommitted, and rows
+    added later would make up the total, but not a harvest's own count."""
     first_started_at: str | None = None
     last_finished_at: str | None = None
     commands: list[str] = field(default_factory=list)
@@ -165,6 +169,7 @@ def build_card(url: str, *, previous: Card | None = None) -> Card:
     for attribute, column in _RUN_FACTS.items():
         setattr(card, attribute, _counts(runs, column))
     card.harvests = len(pc.unique(runs["harvest_id"])) if runs.num_rows else 0
+    card.runs_by_harvest = _counts(runs, "harvest_id")
     card.first_started_at = _iso(pc.min(runs["started_at"]).as_py()) if runs.num_rows else None
     card.last_finished_at = _iso(pc.max(runs["finished_at"]).as_py()) if runs.num_rows else None
     if _has_table(loc, "measurements"):
@@ -211,6 +216,7 @@ def write_card(
     title: str | None = None,
     license: str | None = None,
     force: bool = False,
+    accept_loss: bool = True,
 ) -> Card:
     """Write (or refresh) ``README.md`` and ``card.json`` at the root of the dataset at
     ``url``; returns the card. ``command``: the command line that just added to the dataset,
@@ -221,7 +227,10 @@ def write_card(
     Raises :class:`CardError` when ``card.json`` is malformed or either file is not one
     kernel-corpus wrote, unless ``force`` (then they are replaced, and a malformed card's
     title, licence and commands are lost); :class:`StorageError` when the files cannot be
-    written.
+    written. Without ``accept_loss`` (a harvest's own refresh), :class:`CardLossError` when
+    the previous card counted committed runs or rows that are gone (:func:`card_losses`):
+    the card is not refreshed, so it keeps counting them and ``check`` keeps reporting the
+    loss; only a refresh asked for (``python -m schemas card``) accepts it.
     """
     loc = resolve(url)
     check_card_files(url, force=force)
@@ -232,6 +241,13 @@ def write_card(
             raise CardError(f"{exc}; not replaced (fix or remove it, or pass --force)") from None
         previous = None
     card = build_card(url, previous=previous)
+    lost = card_losses(previous, card.rows, card.runs_by_harvest) if previous is not None else []
+    if lost and not accept_loss:
+        raise CardLossError(
+            f"{url}: committed rows were lost since the card was written ({'; '.join(lost)}); "
+            "the card keeps counting them, so `python -m schemas check` reports the loss: restore "
+            f"the files, or accept the loss with `python -m schemas card {url}`"
+        )
     if title:
         card.title = title
     if license:
@@ -243,6 +259,34 @@ def write_card(
     _write_text(loc, CARD_JSON, card.to_json())
     _write_text(loc, CARD_MARKDOWN, render_markdown(card))
     return card
+
+
+class CardLossError(DatasetError):
+    """A card refresh would forget committed rows that were lost (see :func:`write_card`)."""
+
+
+def card_losses(card: Card, rows: dict[str, int], runs_by_harvest: dict[str, int]) -> list[str]:
+    """What ``card`` counted that the dataset no longer holds, one phrase each: a harvest with
+    fewer committed runs than the card gave it (cards that count runs per harvest), or
+    committed ``runs``/``measurements`` rows fewer than the card's totals (older cards, and
+    rows lost within one harvest's runs). ``rows`` and ``runs_by_harvest``: the dataset's
+    counts now."""
+    lost = []
+    shrunk = {
+        harvest: (counted, runs_by_harvest.get(harvest, 0))
+        for harvest, counted in card.runs_by_harvest.items()
+        if runs_by_harvest.get(harvest, 0) < counted
+    }
+    if shrunk:
+        harvest, (counted, held) = sorted(shrunk.items())[0]
+        lost.append(
+            f"{len(shrunk)} harvest(s) hold fewer committed runs than the card counted, e.g. "
+            f"harvest_id={harvest}: {held} of {counted}"
+        )
+    for name in ("runs", "measurements"):
+        if name in card.rows and name in rows and rows[name] < card.rows[name]:
+            lost.append(f"{name}: {rows[name]:,} committed row(s), the card counted {card.rows[name]:,}")
+    return lost
 
 
 def check_card_files(url: str, *, force: bool = False, force_flag: str = "--force") -> None:

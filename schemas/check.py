@@ -11,12 +11,12 @@ from __future__ import annotations
 import posixpath
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.card import read_card
+from schemas.card import Card, card_losses, read_card
 from schemas.errors import DatasetError, StorageError
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import live_holders, maintenance_lock
@@ -114,32 +114,34 @@ CARD_CHECKED = ("runs", "measurements")
 holds means rows were lost since the card was written."""
 
 
-def _card_rows(url: str, report: CheckReport) -> dict[str, int]:
-    """What the dataset card (``card.json``) counts of :data:`CARD_CHECKED`; empty without one."""
+def _card_rows(url: str, report: CheckReport) -> Card | None:
+    """The dataset card (``card.json``), whose counts the committed rows are checked against;
+    None without one (or an unreadable one, a warning)."""
     try:
-        card = read_card(url)
+        return read_card(url)
     except DatasetError as exc:
         report.warnings.append(f"the dataset card is unreadable, so its row counts go unchecked: {exc}")
-        return {}
-    return {} if card is None else {name: card.rows[name] for name in CARD_CHECKED if name in card.rows}
+        return None
 
 
-def _check_card_rows(carded: dict[str, int], tables: dict[str, pa.Table], report: CheckReport) -> None:
-    """Committed rows fewer than the card counted: whole files lost (every ``runs`` file
-    deleted leaves measurements that look merely uncommitted, and nothing else to notice)."""
+def _check_card_rows(card: Card | None, tables: dict[str, pa.Table], report: CheckReport) -> None:
+    """Committed rows or runs of a harvest fewer than the card counted: whole files lost
+    (every ``runs`` file deleted leaves measurements that look merely uncommitted, and nothing
+    else to notice; rows added since would make up a total, not a harvest's own count)."""
     runs = tables.get("runs")
-    held: dict[str, int] = {}
-    if runs is not None:
-        held["runs"] = runs.num_rows
-        if "measurements" in tables:
-            held["measurements"] = only_committed(tables["measurements"], runs).num_rows
-    for name, counted in carded.items():
-        if name in held and held[name] < counted:
-            report.problems.append(
-                f"{name}: {held[name]:,} committed row(s), but the dataset card counted {counted:,}: "
-                "committed rows were lost since the card was written (if they were removed on "
-                "purpose, `python -m schemas card DIR` refreshes the card)"
-            )
+    if card is None or runs is None:
+        return
+    held = {"runs": runs.num_rows}
+    if "measurements" in tables:
+        held["measurements"] = only_committed(tables["measurements"], runs).num_rows
+    by_harvest = dict(Counter(runs.column("harvest_id").to_pylist()))
+    rows = {name: card.rows[name] for name in CARD_CHECKED if name in card.rows}
+    lost = card_losses(replace(card, rows=rows), held, by_harvest)
+    if lost:
+        report.problems.append(
+            f"committed rows were lost since the dataset card was written: {'; '.join(lost)} "
+            "(if they were removed on purpose, `python -m schemas card DIR` refreshes the card)"
+        )
 
 
 def _read_table(

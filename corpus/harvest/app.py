@@ -533,7 +533,7 @@ def refresh_card(config: HarvestConfig, console: Console) -> None:
     """Write or refresh the dataset card (DIR/README.md, DIR/card.json) with this harvest's
     command. A card that cannot be written costs no data: warn and go on."""
     try:
-        write_card(config.out, command=config.command or None)
+        write_card(config.out, command=config.command or None, accept_loss=False)
     except (DatasetError, OSError) as exc:
         console.print(
             f"[yellow]warning[/]: dataset card not written: {exc}. The runs are committed; "
