@@ -329,12 +329,21 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
         _check_samples(measurements, report)
         report.problems.extend(measurement_value_problems(measurements))
     if measurements is not None and "ir_graphs" in tables:
-        graphs = tables["ir_graphs"].column("ir_id")
-        for column in ("ttir_id", "ttgir_id"):
-            missing = _missing(measurements.column(column), graphs)
+        stored = tables["ir_graphs"]
+        for column, level in (("ttir_id", "ttir"), ("ttgir_id", "ttgir")):
+            missing = _missing(measurements.column(column), stored.column("ir_id"))
             if missing:
                 report.problems.append(
                     f"measurements: {missing} {column} value(s) not in ir_graphs"
+                )
+                continue
+            # train reads a level's graphs: one filed under another level is lost to it
+            of_level = stored.filter(pc.equal(stored.column("level"), level)).column("ir_id")
+            elsewhere = _missing(measurements.column(column), of_level)
+            if elsewhere:
+                report.problems.append(
+                    f"measurements: {elsewhere} {column} value(s) name a graph stored under another "
+                    f"level than {level} in ir_graphs (training on {level} finds no such graph)"
                 )
     if runs is not None and "kernels" in tables:
         missing = _missing(runs.column("kernel_id"), tables["kernels"].column("kernel_id"))

@@ -194,6 +194,20 @@ def test_a_node_filed_under_another_level_is_lost_to_its_graph(dataset):
     assert "ir_id=ir00000000000009 has 1 of 2 nodes" in problems
 
 
+def test_a_measurement_naming_a_graph_of_another_level_is_a_problem(dataset):
+    """The gap: ttir_id/ttgir_id were looked up among every level's graphs, so a ttgir_id naming
+    a graph stored as ttir passed check, and python -m train (which reads one level) then
+    stopped on a graph that is not there."""
+    rows = sample_rows(9)
+    rows["measurements"][1]["ttgir_id"] = rows["measurements"][1]["ttir_id"]  # a ttir graph
+    writer = DatasetWriter(dataset)
+    for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements"):
+        writer.write(table, rows[table])
+    writer.commit_run(rows["runs"])
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert "measurements: 1 ttgir_id value(s) name a graph stored under another level than ttgir" in problems
+
+
 def test_copies_of_a_graph_do_not_count_twice(dataset):
     DatasetWriter(dataset).write("ir_nodes", sample_rows(0)["ir_nodes"])  # a second writer's copy
     report = check_dataset(dataset)
