@@ -45,7 +45,11 @@ def sample_rows(run_index: int, n_configs: int = 3, arch: str = "sm_90", harvest
 
 
 def write_run(writer: DatasetWriter, run_index: int, **kwargs) -> None:
-    rows = sample_rows(run_index, **kwargs)
+    write_rows(writer, sample_rows(run_index, **kwargs))
+
+
+def write_rows(writer: DatasetWriter, rows: dict[str, list[dict]]) -> None:
+    """Every table of ``rows`` (as :func:`sample_rows` makes them), the ``runs`` row last."""
     for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements"):
         writer.write(table, rows[table])
     writer.commit_run(rows["runs"])

@@ -17,7 +17,7 @@ from schemas.storage import resolve, write_atomic
 from schemas.tables import TABLES
 from schemas.writer import conform, new_writer_id, with_file_metadata
 
-from .conftest import sample_rows
+from .conftest import sample_rows, write_rows
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -186,10 +186,7 @@ def test_a_node_filed_under_another_level_is_lost_to_its_graph(dataset):
     """train reads one level's nodes: a node row whose level is not its graph's is missing there."""
     rows = sample_rows(9)
     rows["ir_nodes"][1]["level"] = "ttgir"  # its graph is a ttir graph
-    writer = DatasetWriter(dataset)
-    for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements"):
-        writer.write(table, rows[table])
-    writer.commit_run(rows["runs"])
+    write_rows(DatasetWriter(dataset), rows)
     problems = "\n".join(check_dataset(dataset).problems)
     assert "ir_id=ir00000000000009 has 1 of 2 nodes" in problems
 
@@ -200,10 +197,7 @@ def test_a_measurement_naming_a_graph_of_another_level_is_a_problem(dataset):
     stopped on a graph that is not there."""
     rows = sample_rows(9)
     rows["measurements"][1]["ttgir_id"] = rows["measurements"][1]["ttir_id"]  # a ttir graph
-    writer = DatasetWriter(dataset)
-    for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements"):
-        writer.write(table, rows[table])
-    writer.commit_run(rows["runs"])
+    write_rows(DatasetWriter(dataset), rows)
     problems = "\n".join(check_dataset(dataset).problems)
     assert "measurements: 1 ttgir_id value(s) name a graph stored under another level than ttgir" in problems
 
