@@ -8,7 +8,8 @@ settings are measured again, and the summary says so. ``run_id`` ignores ``--max
 so ``--max-configs 8`` then ``--max-configs 32`` into one dataset ends with 32 configs per run
 (the seeded sample of 8 is a prefix of the sample of 32, see :func:`corpus.harvest.plan.plan_configs`).
 A config an earlier ``--budget`` harvest left unbenchmarked (:data:`BUDGET_SKIP`) counts as
-measured only for a harvest that has a budget too.
+measured only for a harvest that has a budget too; the configs of a run whose setup failed
+(:data:`SETUP_FAILED`) were not benchmarked either, and count as measured for none.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from schemas.reader import Filters
 
 BENCH_SETTINGS = ("timer", "timing_passes", "reps_per_pass", "warmup", "l2_flush_bytes")
 """``runs`` columns that must agree for an earlier measurement to stand for this harvest's."""
+SETUP_FAILED = "run setup failed: "
+"""Prefix of the ``error`` of every ``skipped`` row of a run whose setup failed (its inputs or
+reference could not be built on the benchmark device: out of memory, a worker that crashed or
+timed out, ...): nothing was benchmarked, so a later harvest measures them again."""
 BUDGET_SKIP = "not benchmarked under --budget"
 """Prefix of the ``error`` of a ``skipped`` row a budgeted harvest wrote for a config it compiled
 but did not benchmark (:mod:`corpus.harvest.guided`): measured by a later harvest without
@@ -92,6 +97,13 @@ def _difference(earlier: Mapping[str, Any], current: Mapping[str, Any]) -> str |
     return None
 
 
+def _not_benchmarked(error: str, budgeted: bool) -> bool:
+    """Whether a ``skipped`` row with ``error`` is to be measured by this harvest: its run's
+    setup failed (often a passing condition: memory another process held, a worker killed), or
+    a budget left it out and this harvest has none. Configs the spec rules out stay done."""
+    return error.startswith(SETUP_FAILED) or (not budgeted and error.startswith(BUDGET_SKIP))
+
+
 def resume_plan(
     out: str, planned: Sequence[PlannedRun], settings: Mapping[str, Any], *, budgeted: bool = False
 ) -> ResumePlan:
@@ -113,8 +125,8 @@ def resume_plan(
             key = (row["run_id"], row["harvest_id"])
             if key not in harvest_difference:
                 continue  # not committed, or not planned now
-            if not budgeted and row["status"] == "skipped" and (row["error"] or "").startswith(BUDGET_SKIP):
-                continue  # a budget left it unbenchmarked: measure it now
+            if row["status"] == "skipped" and _not_benchmarked(row["error"] or "", budgeted):
+                continue  # no observation: measure it now
             config = (row["run_id"], row["config_id"])
             why = harvest_difference[key]
             if why is None:

@@ -47,7 +47,7 @@ from corpus.harvest.measure_worker import (
     TimeReps,
 )
 from corpus.harvest.plan import PlannedConfig, PlannedRun
-from corpus.harvest.resume import read_existing
+from corpus.harvest.resume import SETUP_FAILED, read_existing
 from corpus.harvest.rows import kernel_row, measurement_row, now, run_row
 from corpus.harvest.sass_batch import SassBatcher, batcher_for_target, fill_row
 from corpus.harvest.scheduler import Scheduler
@@ -65,8 +65,6 @@ MEASURE_FACTORY = "corpus.harvest.measure_worker:make_handler"
 COMPILE_NICENESS = 10
 """Added to compile workers' niceness: when cores are short the benchmark workers (and the
 host work their timings include) run first."""
-SETUP_FAILED = "run setup failed: "
-"""Prefix of the error of every config a run whose setup failed did not benchmark."""
 MEASURED_ELSEWHERE = "measured by another harvest"
 """What progress hears for a config a concurrent harvest committed first (not a row status)."""
 IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")

@@ -6,6 +6,8 @@ Loaded by the harvest tests with ``--suite tests.corpus.harvest.setup_kernels``.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -57,3 +59,18 @@ class SetupFails(KernelSpec):
 
     def bytes_moved(self, dims, dtype):
         return 8 * dims["N"]
+
+
+SETUP_FAILS_WHILE = "KERNEL_CORPUS_TEST_SETUP_FAILS"
+"""While this variable is set (the benchmark worker inherits the harvest's environment), the
+reference of ``test_setup_fails_once`` fails: a run whose setup fails for a passing reason."""
+
+
+@register
+class SetupFailsOnce(SetupFails):
+    name = "test_setup_fails_once"
+
+    def reference(self, inputs, dims):
+        if os.environ.get(SETUP_FAILS_WHILE):
+            raise MemoryError(REFERENCE_FAILURE)
+        return {"out_ptr": inputs["x_ptr"].clone()}

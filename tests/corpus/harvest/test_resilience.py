@@ -21,7 +21,7 @@ from tests.corpus.harvest.conftest import (
     measured_keys,
     run_harvest,
 )
-from tests.corpus.harvest.setup_kernels import REFERENCE_FAILURE
+from tests.corpus.harvest.setup_kernels import REFERENCE_FAILURE, SETUP_FAILS_WHILE
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 
@@ -78,8 +78,9 @@ def test_a_sigkilled_harvest_leaves_no_worker_processes(tmp_path: Path):
 def test_a_failed_setup_is_one_run_level_outcome(tmp_path: Path):
     out = tmp_path / "setup"
     result = run_harvest(
-        out, "--suite", "tests.corpus.harvest.setup_kernels", "--workers", "1", "--flush-every", "0"
-    )
+        out, "--suite", "tests.corpus.harvest.setup_kernels", "--families", "test_setup_fails",
+        "--workers", "1", "--flush-every", "0",
+    )  # fmt: skip
     # an error the classifier does not know replaces the worker, and the summary says so
     assert "measure worker replaced 1 time: error of unknown cause" in flat(result.stdout)
     [run] = read_table(str(out), "runs", columns=["run_id", "setup_error"]).to_pylist()
@@ -92,6 +93,28 @@ def test_a_failed_setup_is_one_run_level_outcome(tmp_path: Path):
         assert row["status"] == "skipped"
         assert row["error"].startswith("run setup failed: ") and REFERENCE_FAILURE in row["error"]
         assert row["compile_time_s"] is not None
+    assert check_dataset(str(out)).ok
+
+
+def test_a_run_whose_setup_failed_is_measured_by_the_next_harvest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gap: a failed setup writes every config as ``skipped`` (nothing benchmarked), and
+    resume counted those rows as measured, so a setup that failed for a passing reason (memory
+    another process held, a worker killed) was never retried: the run stayed without a label
+    on every rerun. Now the next harvest measures it."""
+    out = tmp_path / "setup"
+    args = ["--suite", "tests.corpus.harvest.setup_kernels", "--families", "test_setup_fails_once"]
+    args += ["--workers", "1", "--flush-every", "0"]
+    monkeypatch.setenv(SETUP_FAILS_WHILE, "1")
+    run_harvest(out, *args)  # a process of its own: its workers' fork server sees the variable
+    statuses = read_table(str(out), "measurements", columns=["status"]).column("status").to_pylist()
+    assert statuses == ["skipped", "skipped"]
+    monkeypatch.delenv(SETUP_FAILS_WHILE)
+    harvest_in_process(out, *args)
+    latest = read_table(str(out), "measurements", columns=["status"], harvests="latest")
+    assert latest.column("status").to_pylist() == ["ok", "ok"]
+    assert read_table(str(out), "runs").num_rows == 2
     assert check_dataset(str(out)).ok
 
 
