@@ -10,11 +10,13 @@ offers three views (``read_table(..., harvests=...)``):
   one; per run_id the most recent ``runs`` row. "Recent" is the run's ``finished_at`` (when
   its runs row committed it), ties broken by the larger ``harvest_id``.
 - ``pooled``: one measurement per (run_id, config_id) whose ``samples_ms`` concatenates the
-  samples of every repeat (oldest harvest first) and whose timing statistics are recomputed
-  from them with the harvest's definitions (median; mean; min; max; 20th/80th percentiles
-  with linear interpolation; population standard deviation; n_reps). ``status`` is ``ok``
-  only when every repeat was ok; otherwise status, error and max_abs_error are those of the
-  latest failed repeat. Every other column is the latest repeat's. ``runs`` rows: as latest.
+  samples of every repeat timed as the latest one was (its run's timer and L2 flush,
+  :data:`TIMED_AS`: samples of another timer measure another quantity; oldest harvest
+  first) and whose timing statistics are recomputed from them with the harvest's
+  definitions (median; mean; min; max; 20th/80th percentiles with linear interpolation;
+  population standard deviation; n_reps). ``status`` is ``ok`` only when every such repeat
+  was ok; otherwise status, error and max_abs_error are those of the latest failed one.
+  Every other column is the latest repeat's. ``runs`` rows: as latest.
 
 A ``skipped`` measurement (not benchmarked: a ``--budget`` left it out, or its run could not be
 set up) is no observation: in both views it is chosen only when no harvest measured the config,
@@ -151,11 +153,37 @@ def one_harvest(
     latest = rows.take(groups.latest)
     if harvests == "latest" or table == "runs":
         return latest
-    return _pool(rows, latest, groups.members)
+    return _pool(rows, latest, groups.members, _timed_as(rows, recency))
 
 
-def _pool(rows: pa.Table, latest: pa.Table, members: pa.ListArray) -> pa.Table:
-    """``latest`` with timing pooled over, and failures taken from, every repeat.
+TIMED_AS: tuple[str, ...] = ("timer", "l2_flush_bytes")
+"""``runs`` columns that say what a sample measures: pooled samples must agree on them (a
+``thread_cpu`` and a ``wall`` sample of one config, or a cold-L2 and a warm-L2 one, are not
+draws of one latency)."""
+
+
+def _timed_as(rows: pa.Table, recency: pa.Table | None) -> list[tuple[object, ...]] | None:
+    """Per row of ``rows`` (measurements), its run's :data:`TIMED_AS` values; None when
+    ``recency`` does not carry them (every repeat then counts as timed alike)."""
+    if recency is None or not all(name in recency.column_names for name in TIMED_AS):
+        return None
+    keyed = rows.select(["run_id", "harvest_id"]).append_column(
+        "__row", pa.array(range(rows.num_rows), pa.int64())
+    )
+    joined = keyed.join(
+        recency.select(["run_id", "harvest_id", *TIMED_AS]),
+        keys=["run_id", "harvest_id"],
+        join_type="left outer",
+    ).sort_by("__row")
+    return list(zip(*(joined.column(name).to_pylist() for name in TIMED_AS), strict=True))
+
+
+def _pool(
+    rows: pa.Table, latest: pa.Table, members: pa.ListArray, timed_as: list[tuple[object, ...]] | None = None
+) -> pa.Table:
+    """``latest`` with timing pooled over, and failures taken from, every repeat timed as the
+    latest was (``timed_as``: per row, its run's :data:`TIMED_AS` values; repeats timed
+    otherwise are left out, as samples of another quantity).
 
     Vectorized over all repeated groups at once (a dataset can hold 10^5 of them).
     """
@@ -163,6 +191,13 @@ def _pool(rows: pa.Table, latest: pa.Table, members: pa.ListArray) -> pa.Table:
     if len(repeated) == 0:
         return latest
     groups = members.take(repeated).to_pylist()  # row indices, latest first
+    if timed_as is not None:
+        groups = [[r for r in group if timed_as[r] == timed_as[group[0]]] for group in groups]
+        still = [k for k, group in enumerate(groups) if len(group) > 1]  # one left: stored as it is
+        if not still:
+            return latest
+        repeated = repeated.take(pa.array(still, pa.int64()))
+        groups = [groups[k] for k in still]
     chronological = pa.array([row for group in groups for row in reversed(group)], pa.int64())
     owner = pa.array([k for k, group in enumerate(groups) for _ in group], pa.int64())
     samples = rows.column("samples_ms").take(chronological).combine_chunks()

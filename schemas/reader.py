@@ -33,7 +33,7 @@ from schemas.errors import (
     SchemaVersionError,
     failure_reason,
 )
-from schemas.harvests import check_mode, needed_columns, one_harvest
+from schemas.harvests import TIMED_AS, check_mode, needed_columns, one_harvest
 from schemas.keys import (
     CONTENT_KEYED,
     UNIQUE_KEYED,
@@ -487,8 +487,9 @@ def read_table(
 
 
 def _finish_times(loc: Location) -> pa.Table:
-    """(run_id, harvest_id, finished_at) of every committed run: the harvests' recency."""
-    columns = [*COMMIT_KEY, "finished_at"]
+    """(run_id, harvest_id, finished_at) of every committed run: the harvests' recency, with
+    what their samples measure (:data:`schemas.harvests.TIMED_AS`, which pooling compares)."""
+    columns = [*COMMIT_KEY, "finished_at", *TIMED_AS]
     return stable(lambda: _gated_read(loc, "runs", columns, None).rows)
 
 

@@ -272,3 +272,20 @@ def test_a_skipped_repeat_neither_hides_nor_taints_a_measurement(tmp_path, mode)
     assert rows[("r1", C1)]["status"] == "ok" and rows[("r1", C1)]["samples_ms"] == [4.0]
     assert rows[("r1", C1)]["error"] is None
     assert rows[("r1", C2)]["status"] == "skipped"
+
+
+def test_pooled_leaves_out_repeats_timed_another_way(tmp_path):
+    """The gap: pooling concatenated the samples of every repeat, so a config harvested with
+    --timer thread_cpu and again with --timer wall (resume measures it again: other bench
+    settings) was given one median of two different quantities, silently. Now only repeats
+    timed as the latest was (timer, L2 flush) are pooled."""
+    root = str(tmp_path / "ds")
+    writer = DatasetWriter(root)
+    timed = [("h1", "thread_cpu", 0, [1.0, 2.0]), ("h2", "wall", 1, [50.0, 60.0]), ("h3", "wall", 2, [70.0])]
+    for harvest, timer, minutes, samples in timed:
+        writer.write("measurements", [_measurement("r1", harvest, C0, samples)])
+        writer.commit_run([_run("r1", harvest, minutes, 1) | {"timer": timer, "l2_flush_bytes": 0}])
+    [pooled] = read_table(root, "measurements", harvests="pooled").to_pylist()
+    assert pooled["samples_ms"] == [50.0, 60.0, 70.0] and pooled["median_ms"] == 60.0
+    [scanned] = scan_table(root, "measurements", harvests="pooled").collect().to_dicts()
+    assert scanned["samples_ms"] == [50.0, 60.0, 70.0]
