@@ -50,6 +50,11 @@ class IncompleteRunError(DatasetError):
     ``n_configs``: rows were lost (a deleted or truncated file) or added after its commit."""
 
 
+class MixedTimingError(DatasetError):
+    """One row per config (``harvests='latest'`` or ``'pooled'``) would give a run configs
+    timed in different ways (another timer or L2 flush), whose latencies cannot be compared."""
+
+
 class ConflictingCopiesError(DatasetError):
     """Rows of a content-keyed table share a key but not the content it stands for (a kernel
     source that is not the one its kernel_id hashes): which copy is right cannot be told."""

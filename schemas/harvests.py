@@ -18,6 +18,10 @@ offers three views (``read_table(..., harvests=...)``):
   was ok; otherwise status, error and max_abs_error are those of the latest failed one.
   Every other column is the latest repeat's. ``runs`` rows: as latest.
 
+Either view refuses (:class:`MixedTimingError`) a run whose chosen measurements were timed in
+different ways (its runs' ``timer`` or ``l2_flush_bytes``): a run measured in full with one timer
+and in part with another would rank latencies of two quantities against each other.
+
 A ``skipped`` measurement (not benchmarked: a ``--budget`` left it out, or its run could not be
 set up) is no observation: in both views it is chosen only when no harvest measured the config,
 so a budgeted harvest never hides an earlier measurement, and a later one that measured what a
@@ -34,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.enums import Status
+from schemas.errors import MixedTimingError
 
 HARVEST_MODES: tuple[str, ...] = ("all", "latest", "pooled")
 """Values of the reader's ``harvests`` option."""
@@ -151,9 +156,45 @@ def one_harvest(
         raise ValueError("choosing among the harvests of measurements needs the runs' finish times")
     groups = _groups(rows, GROUP_KEYS[table], recency)
     latest = rows.take(groups.latest)
-    if harvests == "latest" or table == "runs":
+    if table == "runs":
         return latest
-    return _pool(rows, latest, groups.members, _timed_as(rows, recency))
+    timed_as = _timed_as(rows, recency)
+    if timed_as is not None:
+        _refuse_mixed_timing(rows, groups.latest, timed_as, harvests)
+    if harvests == "latest":
+        return latest
+    return _pool(rows, latest, groups.members, timed_as)
+
+
+def _refuse_mixed_timing(
+    rows: pa.Table, chosen: pa.Array, timed_as: list[tuple[object, ...]], harvests: str
+) -> None:
+    """Raise :class:`MixedTimingError` when the measured rows ``chosen`` for one run were timed
+    in different ways (a run measured in full with one ``--timer``, then in part with another:
+    resume measures again what it measured under other settings). Within a run, configs are
+    compared with each other (ranks, the run's best), and a ``wall`` latency cannot be ranked
+    against a ``thread_cpu`` one."""
+    statuses = rows.column("status").to_pylist() if "status" in rows.column_names else None
+    run_ids = rows.column("run_id").to_pylist()
+    seen: dict[str, dict[tuple[object, ...], int]] = {}
+    for row in chosen.to_pylist():
+        if statuses is not None and statuses[row] == SKIPPED:
+            continue  # not timed at all
+        counts = seen.setdefault(run_ids[row], {})
+        counts[timed_as[row]] = counts.get(timed_as[row], 0) + 1
+    mixed = {run: counts for run, counts in seen.items() if len(counts) > 1}
+    if not mixed:
+        return
+    run, counts = sorted(mixed.items())[0]
+    ways = ", ".join(
+        f"{n} by timer {timer} with L2 flush {flush}" for (timer, flush), n in sorted(counts.items(), key=str)
+    )
+    raise MixedTimingError(
+        f"measurements: harvests={harvests!r} would give {len(mixed)} run(s) configs timed in different "
+        f"ways, e.g. run_id={run}: {ways}; their latencies cannot be compared within the run. "
+        "Harvest the run's other configs again the latest way (the same --timer and L2 flush), or "
+        "read harvests='all' and choose"
+    )
 
 
 TIMED_AS: tuple[str, ...] = ("timer", "l2_flush_bytes")

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from schemas import DatasetWriter, read_table, scan_table
+from schemas import DatasetWriter, MixedTimingError, read_table, scan_table
 from schemas.harvests import grouped_stats
 from schemas.identity import config_id
 
@@ -289,3 +289,24 @@ def test_pooled_leaves_out_repeats_timed_another_way(tmp_path):
     assert pooled["samples_ms"] == [50.0, 60.0, 70.0] and pooled["median_ms"] == 60.0
     [scanned] = scan_table(root, "measurements", harvests="pooled").collect().to_dicts()
     assert scanned["samples_ms"] == [50.0, 60.0, 70.0]
+
+
+def test_a_run_whose_latest_configs_were_timed_in_different_ways_is_refused(tmp_path):
+    """The gap: a run measured in full with --timer thread_cpu, then in part with --timer wall
+    (resume measures again what it measured under other settings): 'latest' gave one config's
+    wall latency beside the others' CPU times, and training ranked them against each other (the
+    run's best, its normalized runtimes) without a word. Now both views refuse such a run."""
+    root = str(tmp_path / "ds")
+    writer = DatasetWriter(root)
+    writer.write("measurements", [_measurement("r1", "h1", c, [float(k + 1)]) for k, c in enumerate((C0, C1, C2))])
+    writer.commit_run([_run("r1", "h1", 0, 3) | {"timer": "thread_cpu", "l2_flush_bytes": 0}])
+    writer.write("measurements", [_measurement("r1", "h2", C0, [50.0])])
+    writer.commit_run([_run("r1", "h2", 1, 1) | {"timer": "wall", "l2_flush_bytes": 0}])
+    for mode in ("latest", "pooled"):
+        with pytest.raises(MixedTimingError, match="run_id=r1: 2 by timer thread_cpu with L2 flush 0, 1 by timer wall"):
+            read_table(root, "measurements", harvests=mode)
+    assert read_table(root, "measurements", harvests="all").num_rows == 4
+    writer.write("measurements", [_measurement("r1", "h3", c, [60.0]) for c in (C1, C2)])
+    writer.commit_run([_run("r1", "h3", 2, 2) | {"timer": "wall", "l2_flush_bytes": 0}])
+    latest = read_table(root, "measurements", harvests="latest")  # every config now timed by wall
+    assert sorted(latest.column("harvest_id").to_pylist()) == ["h2", "h3", "h3"]
