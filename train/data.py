@@ -3,7 +3,7 @@
 :func:`load_dataset` reads the samples table (:func:`train.tables.load_samples`) and the IR
 tables of one level through the gated reader and encodes the graphs (:mod:`train.graphs`).
 The result is cached on disk under a key of the dataset's location and content (every Parquet
-file's path, size and mtime), :data:`train.graphs.FEATURIZER_VERSION` and the options, as safetensors +
+file's path, size and mtime), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION` and the options, as safetensors +
 JSON + Parquet: nothing is pickled, and a changed dataset or featurizer is never served stale.
 
 :class:`GraphSamples` holds the featurized graphs once and per-sample rows (graph index, side
@@ -34,7 +34,7 @@ import torch
 from safetensors.numpy import load_file, save_file
 from torch_geometric.data import Data
 
-from schemas import DatasetError, read_table
+from schemas import SCHEMA_VERSION, DatasetError, read_table
 from schemas.check import GRAPH_SIZES, graph_size_problems
 from schemas.storage import list_parquet, resolve
 from schemas.tables import IR_EDGES, IR_NODES
@@ -93,18 +93,33 @@ def dataset_fingerprint(data: str) -> list[tuple[str, int, int]]:
     return sorted(entries)
 
 
+SAMPLES_VERSION = 2
+"""Bump whenever what :func:`train.tables.load_samples` returns for the same files changes (how
+the reader chooses or pools harvests, what it refuses): part of the processed-cache key, so an
+entry made by older code is never served. Unlike :data:`train.graphs.FEATURIZER_VERSION` it is
+not recorded in checkpoints. 2: pooled samples of one timer only; runs timed in different ways,
+NaN latencies and unknown statuses refused."""
+
+
 def cache_key(
-    data: str, *, level: str, harvests: str, featurizer_version: int = FEATURIZER_VERSION
+    data: str,
+    *,
+    level: str,
+    harvests: str,
+    featurizer_version: int = FEATURIZER_VERSION,
+    samples_version: int = SAMPLES_VERSION,
 ) -> str:
     """Hex digest of the dataset's identity (its resolved location: two datasets whose files
     look alike, e.g. two empty directories, never share an entry), its fingerprint, the
-    featurizer version and the load options."""
+    featurizer and samples versions, the schema version and the load options."""
     loc = resolve(data)
     scheme = data.split("://", 1)[0] if "://" in data and not data.startswith("file://") else "file"
     payload = {
         "dataset": f"{scheme}://{loc.root}",
         "files": dataset_fingerprint(data),
         "featurizer_version": featurizer_version,
+        "samples_version": samples_version,
+        "schema_version": SCHEMA_VERSION,
         "level": level,
         "harvests": harvests,
     }

@@ -96,6 +96,9 @@ def test_key_changes_with_a_new_file_and_featurizer_version(harvested, tmp_path)
     assert cache_key(str(copy), level="ttgir", harvests="latest") == before
     assert cache_key(str(copy), level="ttir", harvests="latest") != before
     assert cache_key(str(copy), level="ttgir", harvests="latest", featurizer_version=999) != before
+    # what load_samples returns changed (today: pooling by timer, refusals) with the featurizer
+    # unchanged: an entry of the older code must not be served
+    assert cache_key(str(copy), level="ttgir", harvests="latest", samples_version=1) != before
     one = next(Path(copy, "measurements").rglob("*.parquet"))
     pq.write_table(pq.read_table(one), one.with_name("part-extra.parquet"))
     assert cache_key(str(copy), level="ttgir", harvests="latest") != before
