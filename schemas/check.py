@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.card import Card, card_losses, read_card
-from schemas.errors import DatasetError, StorageError
+from schemas.errors import DatasetError, MixedTimingError, StorageError
+from schemas.harvests import TIMED_AS, one_harvest
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import live_holders, maintenance_lock
 from schemas.reader import (
@@ -324,6 +325,7 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
                 "the measurements)"
             )
         _check_arch(committed, runs, report)
+        _check_timing_views(committed, runs, report)
         measurements = committed
     if measurements is not None:
         _check_samples(measurements, report)
@@ -436,6 +438,18 @@ def _check_arch(measurements: pa.Table, runs: pa.Table, report: CheckReport) -> 
             f"measurements: {differ.num_rows} row(s) whose arch differs from their run's, e.g. "
             f"run_id={example['run_id']} is {example['arch_run']} but a measurement says {example['arch']}"
         )
+
+
+def _check_timing_views(measurements: pa.Table, runs: pa.Table, report: CheckReport) -> None:
+    """Runs whose one-row-per-config views (``harvests='latest'``/``'pooled'``, what ``python
+    -m train`` reads) are refused because their configs were timed in different ways: the
+    rows are sound, but training on them needs another harvest."""
+    rows = measurements.select(["run_id", "harvest_id", "config_id", "status"])
+    recency = runs.select(["run_id", "harvest_id", "finished_at", *TIMED_AS])
+    try:
+        one_harvest("measurements", rows, "latest", recency)
+    except MixedTimingError as exc:
+        report.warnings.append(f"{exc} (python -m train reads harvests='latest')")
 
 
 def _check_samples(measurements: pa.Table, report: CheckReport) -> None:

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from schemas import DatasetWriter, MixedTimingError, read_table, scan_table
+from schemas.check import check_dataset
 from schemas.harvests import grouped_stats
 from schemas.identity import config_id
 
@@ -306,6 +307,8 @@ def test_a_run_whose_latest_configs_were_timed_in_different_ways_is_refused(tmp_
         with pytest.raises(MixedTimingError, match="run_id=r1: 2 by timer thread_cpu with L2 flush 0, 1 by timer wall"):
             read_table(root, "measurements", harvests=mode)
     assert read_table(root, "measurements", harvests="all").num_rows == 4
+    report = check_dataset(root)  # the rows are sound; the views training reads are refused
+    assert any("timed in different ways, e.g. run_id=r1" in w for w in report.warnings)
     writer.write("measurements", [_measurement("r1", "h3", c, [60.0]) for c in (C1, C2)])
     writer.commit_run([_run("r1", "h3", 2, 2) | {"timer": "wall", "l2_flush_bytes": 0}])
     latest = read_table(root, "measurements", harvests="latest")  # every config now timed by wall
