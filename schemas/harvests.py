@@ -178,8 +178,8 @@ def _refuse_mixed_timing(
     run_ids = rows.column("run_id").to_pylist()
     seen: dict[str, dict[tuple[object, ...], int]] = {}
     for row in chosen.to_pylist():
-        if statuses is not None and statuses[row] == SKIPPED:
-            continue  # not timed at all
+        if statuses is not None and statuses[row] != OK:
+            continue  # no latency: skipped, or failed before or while timing
         counts = seen.setdefault(run_ids[row], {})
         counts[timed_as[row]] = counts.get(timed_as[row], 0) + 1
     mixed = {run: counts for run, counts in seen.items() if len(counts) > 1}

@@ -309,7 +309,13 @@ def test_a_run_whose_latest_configs_were_timed_in_different_ways_is_refused(tmp_
     assert read_table(root, "measurements", harvests="all").num_rows == 4
     report = check_dataset(root)  # the rows are sound; the views training reads are refused
     assert any("timed in different ways, e.g. run_id=r1" in w for w in report.warnings)
+    writer.write("measurements", [_measurement("r2", "h4", C0, None, "compile_error", "boom")])
+    writer.commit_run([_run("r2", "h4", 3, 1) | {"timer": "wall", "l2_flush_bytes": 0}])
+    writer.write("measurements", [_measurement("r2", "h5", C1, [3.0])])
+    writer.commit_run([_run("r2", "h5", 4, 1) | {"timer": "thread_cpu", "l2_flush_bytes": 0}])
+    with pytest.raises(MixedTimingError, match="1 run"):  # r2: a failure has no latency to compare
+        read_table(root, "measurements", harvests="latest")
     writer.write("measurements", [_measurement("r1", "h3", c, [60.0]) for c in (C1, C2)])
     writer.commit_run([_run("r1", "h3", 2, 2) | {"timer": "wall", "l2_flush_bytes": 0}])
     latest = read_table(root, "measurements", harvests="latest")  # every config now timed by wall
-    assert sorted(latest.column("harvest_id").to_pylist()) == ["h2", "h3", "h3"]
+    assert sorted(latest.column("harvest_id").to_pylist()) == ["h2", "h3", "h3", "h4", "h5"]
