@@ -4,7 +4,8 @@
 Everything on the card is computed from the committed rows (through the gated reader), except
 what the rows cannot know, which is kept in the JSON twin across refreshes: the commands that
 produced the dataset (each harvest appends its own when it finishes), the licence and the title.
-Commands are stored with absolute paths made relative, like every other text of the dataset.
+Commands are stored with absolute paths made relative, like every other text of the dataset,
+and the machine and user of a URL (a Ray head node, an sftp host) as ``<host>``.
 
 Dataset strings (family and device names, licence, title, commands, ...) are data, never
 markup: the Markdown escapes them (code spans and fences longer than any backtick run in the
@@ -252,8 +253,9 @@ def write_card(
         card.title = title
     if license:
         card.license = license
+    card.commands = [publishable_command(c) for c in card.commands]  # older cards' too
     if command:
-        cleaned = relativize_free_text(command, relative_path)
+        cleaned = publishable_command(command)
         if not card.commands or card.commands[-1] != cleaned:
             card.commands.append(cleaned)
     _write_text(loc, CARD_JSON, card.to_json())
@@ -287,6 +289,29 @@ def card_losses(card: Card, rows: dict[str, int], runs_by_harvest: dict[str, int
         if name in card.rows and name in rows and rows[name] < card.rows[name]:
             lost.append(f"{name}: {rows[name]:,} committed row(s), the card counted {card.rows[name]:,}")
     return lost
+
+
+BUCKET_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "hf", "memory", "file"})
+"""URL schemes whose first component names a bucket or container (or nothing), not a machine."""
+
+_FILE_URL = re.compile(r"\bfile://(/[^\s'\"]+)")
+_URL_AUTHORITY = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://(?:[^\s/@'\"]*@)?([^\s/:'\"]*)")
+
+
+def publishable_command(command: str) -> str:
+    """``command`` as the card shows it: absolute paths made relative, and the machine and user
+    in a URL replaced by ``<host>`` (``--ray ray://gpu-head-17.corp:10001`` becomes
+    ``--ray ray://<host>:10001``), since a published card names neither machines nor people.
+    Object-store URLs keep their bucket (:data:`BUCKET_SCHEMES`), without a user name."""
+
+    def masked(match: re.Match[str]) -> str:
+        scheme, host = match.group(1), match.group(2)
+        if scheme.lower() in BUCKET_SCHEMES or not host:
+            return f"{scheme}://{host}"
+        return f"{scheme}://<host>"
+
+    local = _FILE_URL.sub(lambda m: relative_path(m.group(1)), command)  # file:///home/me/ds -> ds
+    return _URL_AUTHORITY.sub(masked, relativize_free_text(local, relative_path))
 
 
 def check_card_files(url: str, *, force: bool = False, force_flag: str = "--force") -> None:

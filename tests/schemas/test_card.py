@@ -111,6 +111,27 @@ def test_refresh_keeps_licence_and_commands_and_recounts(dataset: str) -> None:
     assert read_card(dataset) == card
 
 
+def test_commands_on_the_card_name_no_machine_or_user(dataset: str) -> None:
+    """The gap: only absolute paths were made relative, so a Ray harvest's head node
+    (--ray ray://gpu-head-17.corp.example.com:10001), an IP address or an sftp user@host stayed
+    in the commands of the card one publishes with the dataset, and a file:// URL kept its
+    home directory. Older cards' commands are cleaned at the next refresh too."""
+    ray = "python -m corpus.harvest --ray ray://gpu-head-17.corp.example.com:10001 --out /nfs/alice/ds"
+    card = write_card(dataset, command=ray)
+    assert card.commands == ["python -m corpus.harvest --ray ray://<host>:10001 --out ds"]
+    stored = json.loads(Path(dataset, CARD_JSON).read_text())
+    stored["commands"] = ["python -m corpus.harvest --ray=ray://10.1.2.3:10001 --out sftp://alice@storage01.lab/x"]
+    Path(dataset, CARD_JSON).write_text(json.dumps(stored))  # a card an older version wrote
+    card = write_card(dataset, command="python -m corpus.harvest --out file:///home/alice/ds --out s3://team-bucket/ds")
+    assert card.commands == [
+        "python -m corpus.harvest --ray=ray://<host>:10001 --out sftp://<host>/x",
+        "python -m corpus.harvest --out ds --out s3://team-bucket/ds",
+    ]
+    published = Path(dataset, CARD_MARKDOWN).read_text() + Path(dataset, CARD_JSON).read_text()
+    for leak in ("gpu-head-17", "10.1.2.3", "alice", "storage01"):
+        assert leak not in published
+
+
 def test_card_of_a_version_1_dataset(tmp_path: Path) -> None:
     root = tmp_path / "v1"
     shutil.copytree(FIXTURE, root)
