@@ -166,6 +166,16 @@ def one_harvest(
     return _pool(rows, latest, groups.members, timed_as)
 
 
+def refuse_mixed_timing(rows: pa.Table, recency: pa.Table) -> None:
+    """Raise :class:`MixedTimingError` when a run's ``ok`` rows among ``rows`` (measurements
+    with run_id, harvest_id and status; every harvest's, as ``harvests='all'`` reads them) were
+    timed in different ways: for a reader that compares all of a run's rows with each other
+    (``python -m train --harvests all``). ``recency``: the runs' keys and :data:`TIMED_AS`."""
+    timed_as = _timed_as(rows, recency)
+    if timed_as is not None:
+        _refuse_mixed_timing(rows, pa.array(range(rows.num_rows), pa.int64()), timed_as, "all")
+
+
 def _refuse_mixed_timing(
     rows: pa.Table, chosen: pa.Array, timed_as: list[tuple[object, ...]], harvests: str
 ) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from schemas import DatasetError, Status, read_table
-from schemas.harvests import HARVEST_MODES
+from schemas.harvests import HARVEST_MODES, TIMED_AS, refuse_mixed_timing
 from schemas.values import measurement_value_problems
 
 LEVELS = ("ttgir", "ttir")
@@ -129,17 +129,20 @@ def load_samples(
     if harvests not in HARVEST_MODES:
         raise ValueError(f"harvests {harvests!r} is not one of {', '.join(HARVEST_MODES)}")
     runs = pl.from_arrow(read_table(data, "runs", columns=list(RUN_COLUMNS), harvests=harvests))
-    measurements = pl.from_arrow(
-        read_table(data, "measurements", columns=list(MEASUREMENT_COLUMNS), harvests=harvests)
-    )
+    stored = read_table(data, "measurements", columns=list(MEASUREMENT_COLUMNS), harvests=harvests)
+    measurements = pl.from_arrow(stored)
     assert isinstance(runs, pl.DataFrame) and isinstance(measurements, pl.DataFrame)
-    problems = measurement_value_problems(measurements.to_arrow())
+    problems = measurement_value_problems(stored)
     if problems:  # a NaN 'ok' latency was a valid label with a NaN log; an unknown status a failure
         raise DatasetError(
             f"{data}: {'; '.join(problems)}. `python -m schemas check {data}` names the problems; "
             "no training on them"
         )
     if harvests == "all":
+        # the run's rows are ranked against each other (its best, normalized runtimes): one
+        # timer only ('latest' and 'pooled' are refused the same way by the reader)
+        timings = read_table(data, "runs", columns=["run_id", "harvest_id", *TIMED_AS])
+        refuse_mixed_timing(stored.select(["run_id", "harvest_id", "status"]), timings)
         joined = measurements.join(runs, on=["run_id", "harvest_id"], how="inner")
     else:
         # One runs row per run_id (its latest harvest); a run resumed per config may have

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import CorruptFileError, DatasetError, DatasetWriter, read_table
+from schemas import CorruptFileError, DatasetError, DatasetWriter, MixedTimingError, read_table
 from schemas.storage import resolve, write_atomic
 from schemas.tables import TABLES
 from schemas.writer import conform, new_writer_id, with_file_metadata
@@ -225,3 +225,19 @@ def test_impossible_measurement_values_are_refused_not_learnt(tmp_path):
     writer.commit_run(rows["runs"])
     with pytest.raises(DatasetError, match=f"1 median_ms value.s. are NaN or infinite, e.g. run_id={first_ok['run_id']}"):
         load_samples(root)
+
+
+def test_a_run_timed_by_two_timers_is_refused_in_every_harvests_mode(tmp_path):
+    """The gap: with --harvests all, a run harvested with one timer and again with another was
+    one group of rows whose best and normalized runtimes mixed both timers' latencies; now
+    every mode refuses it (latest/pooled in the reader, all here)."""
+    root = write_dataset(str(tmp_path / "data"), n_families=2, shapes_per_family=1, n_configs=3).root
+    again = run_rows("fam0", (64, 256), index=0, n_configs=3, seed=0, harvest_id="h-wall", finished_minute=5)
+    again["measurements"] = again["measurements"][:1]  # one config timed again, by the wall clock
+    again["runs"][0] |= {"timer": "wall", "n_configs": 1}
+    writer = DatasetWriter(root)
+    writer.write("measurements", again["measurements"])
+    writer.commit_run(again["runs"])
+    for mode in ("all", "latest", "pooled"):
+        with pytest.raises(MixedTimingError, match="timed in different ways"):
+            load_samples(root, harvests=mode)
