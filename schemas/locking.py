@@ -16,11 +16,14 @@ have no flock) :func:`dataset_lock` yields ``None`` and the caller says so.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable, Iterator
+from typing import TextIO
 
 import pyarrow.fs as pafs
 
@@ -80,8 +83,9 @@ class FileLock:
         is free; without, return False. Raises DatasetError when the lock file cannot be
         made (read-only storage)."""
         try:
+            _refuse_linked_directories(self.path)  # before makedirs, which would follow one
             os.makedirs(posixpath.dirname(self.path), exist_ok=True)
-            handle = open(self.path, "a+")  # noqa: SIM115 - held until release()
+            handle = _open_lock_file(self.path, create=True)
         except OSError as exc:
             raise DatasetError(
                 f"{self.path}: cannot take the lock ({exc.strerror or exc})"
@@ -108,9 +112,9 @@ class FileLock:
     def current_holder(self) -> str:
         """The line the holder wrote ('' when unknown)."""
         try:
-            with open(self.path) as handle:
+            with _open_lock_file(self.path, create=False) as handle:
                 return handle.read().strip()
-        except OSError:
+        except (OSError, DatasetError):
             return ""
 
     def release(self) -> None:
@@ -122,6 +126,46 @@ class FileLock:
             handle.truncate()
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()
+
+
+def _open_lock_file(path: str, *, create: bool) -> TextIO:
+    """``path`` opened to take the lock (``create``: read and write, made when missing) or to
+    read its holder line (read only), never through a
+    symbolic link and only when it is a regular file: lock files travel with a copied dataset,
+    and ``.locks/maintenance.lock -> ~/.bashrc`` in a downloaded one would otherwise have the
+    next ``compact`` truncate the link's target and write its holder line there (a FIFO would
+    hang it). DatasetError naming the file otherwise."""
+    access = os.O_RDWR | os.O_CREAT if create else os.O_RDONLY  # the holder takes it; others read
+    flags = access | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DatasetError(
+                f"{path}: a symbolic link, not a lock file; kernel-corpus will not write through "
+                "it (remove it: lock files are made as needed)"
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise DatasetError(f"{path}: not a regular file, so not a lock file (remove it)")
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "a+" if create else "r")  # the caller owns it
+
+
+def _refuse_linked_directories(path: str) -> None:
+    """DatasetError when the dataset's ``.locks`` directory, or one inside it on the way to
+    ``path``, is a symbolic link: lock files would be made, and truncated, where it points."""
+    directory = posixpath.dirname(path)
+    while directory not in ("", "/"):
+        if os.path.islink(directory):
+            raise DatasetError(
+                f"{directory}: a symbolic link; kernel-corpus keeps its lock files in the dataset "
+                "itself and will not follow it (remove it)"
+            )
+        if posixpath.basename(directory) == LOCK_DIR:
+            return
+        directory = posixpath.dirname(directory)
 
 
 @contextlib.contextmanager
@@ -189,9 +233,9 @@ def _holder_lines(loc: Location) -> Iterator[tuple[str, str]]:
     """(lock file, its holder line) of every readable lock file of the dataset."""
     for path in lock_files(loc):
         try:
-            with open(path) as handle:
+            with _open_lock_file(path, create=False) as handle:
                 yield path, handle.read().strip()
-        except OSError:
+        except (OSError, DatasetError):
             continue
 
 

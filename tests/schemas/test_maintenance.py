@@ -4,6 +4,8 @@ fail in one line on storage that refuses them."""
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -217,3 +219,41 @@ def test_scrub_empties_lock_lines_of_older_versions_that_name_a_host(dataset: st
     results = scrub.scrub_dataset(dataset)
     assert old.read_text() == "" and any(r.table == ".locks" and r.files_rewritten == 1 for r in results)
     assert not any("lock file" in w for w in check_dataset(dataset).warnings)
+
+
+@pytest.mark.parametrize("command", [["compact"], ["scrub"], ["check", "--fix"]])
+def test_a_linked_or_special_lock_file_is_refused_and_its_target_untouched(
+    dataset: str, tmp_path: Path, capsys, command: list[str]
+) -> None:
+    """The gap: lock files travel with a copied dataset, and the lock was opened with
+    open(path, 'a+') and truncated: a downloaded dataset whose .locks/maintenance.lock links to
+    ~/.bashrc had the next compact empty that file and write its holder line into it; a FIFO
+    there hung the command. Now each is refused in one line, the link's target untouched."""
+    victim = tmp_path / "precious.txt"
+    victim.write_text("the user's own data\n")
+    locks = Path(dataset, ".locks")
+    locks.mkdir(exist_ok=True)
+    lock = locks / f"{MAINTENANCE}.lock"
+    lock.unlink(missing_ok=True)
+    lock.symlink_to(victim)
+    assert main([*command, dataset]) == 2
+    assert "a symbolic link, not a lock file" in _said(capsys)
+    assert victim.read_text() == "the user's own data\n"
+    lock.unlink()
+    os.mkfifo(lock)
+    assert main([*command, dataset]) == 2
+    assert "not a regular file" in _said(capsys)
+    lock.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(locks)
+    locks.symlink_to(elsewhere)  # the whole directory: lock files would be made there
+    assert main([*command, dataset]) == 2
+    assert ".locks: a symbolic link" in _said(capsys)
+    assert not list(elsewhere.iterdir())
+
+
+def _said(capsys) -> str:
+    """What the command printed, one line (its error line is on stdout or stderr)."""
+    captured = capsys.readouterr()
+    return " ".join((captured.out + captured.err).split())
