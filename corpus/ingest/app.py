@@ -160,9 +160,9 @@ def ingest(config: IngestConfig) -> IngestSummary:
     with _ingest_lock(config.out):  # what is committed is read, and written, by one import at a time
         sink = RunWriter.for_dataset(config.out)
         kernels_before = len(sink.known_kernels)
+        _write_runs(runs, sink, summary, config.out)  # refuses before writing anything, or writes
         if trace is not None:
             _write_unused_compilations(trace, used, sink)
-        _write_runs(runs, sink, summary, config.out)
     summary.ir_graphs = sink.new_graphs
     summary.kernels = len(sink.known_kernels) - kernels_before
     return summary
