@@ -158,12 +158,11 @@ def one_harvest(
     latest = rows.take(groups.latest)
     if table == "runs":
         return latest
-    timed_as = _timed_as(rows, recency)
-    if timed_as is not None:
-        _refuse_mixed_timing(rows, groups.latest, timed_as, harvests)
+    if not _timed_alike(recency):
+        _refuse_mixed_timing(rows, groups.latest, recency, harvests)
     if harvests == "latest":
         return latest
-    return _pool(rows, latest, groups.members, timed_as)
+    return _pool(rows, latest, groups.members, None if _timed_alike(recency) else _timed_as(rows, recency))
 
 
 def refuse_mixed_timing(rows: pa.Table, recency: pa.Table) -> None:
@@ -171,37 +170,48 @@ def refuse_mixed_timing(rows: pa.Table, recency: pa.Table) -> None:
     with run_id, harvest_id and status; every harvest's, as ``harvests='all'`` reads them) were
     timed in different ways: for a reader that compares all of a run's rows with each other
     (``python -m train --harvests all``). ``recency``: the runs' keys and :data:`TIMED_AS`."""
-    timed_as = _timed_as(rows, recency)
-    if timed_as is not None:
-        _refuse_mixed_timing(rows, pa.array(range(rows.num_rows), pa.int64()), timed_as, "all")
+    if not _timed_alike(recency):
+        _refuse_mixed_timing(rows, pa.array(range(rows.num_rows), pa.int64()), recency, "all")
 
 
-def _refuse_mixed_timing(
-    rows: pa.Table, chosen: pa.Array, timed_as: list[tuple[object, ...]], harvests: str
-) -> None:
+def _timed_alike(recency: pa.Table | None) -> bool:
+    """Whether every committed run in ``recency`` was timed the same way (or ``recency`` does
+    not say): then no run can mix ways, and nothing needs comparing row by row (the common
+    case, and a cheap one: one row per run)."""
+    if recency is None or not all(name in recency.column_names for name in TIMED_AS):
+        return True
+    return recency.select(list(TIMED_AS)).group_by(list(TIMED_AS)).aggregate([]).num_rows <= 1
+
+
+def _refuse_mixed_timing(rows: pa.Table, chosen: pa.Array, recency: pa.Table, harvests: str) -> None:
     """Raise :class:`MixedTimingError` when the measured rows ``chosen`` for one run were timed
     in different ways (a run measured in full with one ``--timer``, then in part with another:
     resume measures again what it measured under other settings). Within a run, configs are
     compared with each other (ranks, the run's best), and a ``wall`` latency cannot be ranked
-    against a ``thread_cpu`` one."""
-    statuses = rows.column("status").to_pylist() if "status" in rows.column_names else None
-    run_ids = rows.column("run_id").to_pylist()
-    seen: dict[str, dict[tuple[object, ...], int]] = {}
-    for row in chosen.to_pylist():
-        if statuses is not None and statuses[row] != OK:
-            continue  # no latency: skipped, or failed before or while timing
-        counts = seen.setdefault(run_ids[row], {})
-        counts[timed_as[row]] = counts.get(timed_as[row], 0) + 1
-    mixed = {run: counts for run, counts in seen.items() if len(counts) > 1}
+    against a ``thread_cpu`` one. ``recency``: the runs' keys and :data:`TIMED_AS`."""
+    picked = rows.select([name for name in ("run_id", "harvest_id", "status") if name in rows.column_names])
+    picked = picked.take(chosen)
+    if "status" in picked.column_names:  # no latency: skipped, or failed before or while timing
+        picked = picked.filter(pc.equal(picked.column("status"), OK))
+    timed = picked.join(
+        recency.select(["run_id", "harvest_id", *TIMED_AS]),
+        keys=["run_id", "harvest_id"],
+        join_type="left outer",
+    )
+    ways = timed.group_by(["run_id", *TIMED_AS]).aggregate([([], "count_all")])
+    per_run = ways.group_by("run_id").aggregate([([], "count_all")])
+    mixed = per_run.filter(pc.greater(per_run.column("count_all"), 1)).column("run_id").to_pylist()
     if not mixed:
         return
-    run, counts = sorted(mixed.items())[0]
-    ways = ", ".join(
-        f"{n} by timer {timer} with L2 flush {flush}" for (timer, flush), n in sorted(counts.items(), key=str)
+    run = min(mixed)
+    of_run = ways.filter(pc.equal(ways.column("run_id"), run))
+    counts = zip(*(of_run.column(name).to_pylist() for name in (*TIMED_AS, "count_all")), strict=True)
+    described = ", ".join(
+        f"{n} by timer {timer} with L2 flush {flush}" for timer, flush, n in sorted(counts, key=str)
     )
     raise MixedTimingError(
         f"measurements: harvests={harvests!r} would give {len(mixed)} run(s) configs timed in different "
-        f"ways, e.g. run_id={run}: {ways}; their latencies cannot be compared within the run. "
+        f"ways, e.g. run_id={run}: {described}; their latencies cannot be compared within the run. "
         "Harvest the run's other configs again the latest way (the same --timer and L2 flush), or "
         "read harvests='all' and choose"
     )
