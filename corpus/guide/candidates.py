@@ -93,11 +93,11 @@ def candidate_frames(
     keep = [c for c in RUN_COLUMNS if c in runs.columns and c not in ("run_id", "harvest_id")]
     frame = measurements.join(runs.select("run_id", *keep), on="run_id", how="left")
     frame = frame.with_columns(pl.col(f"{level}_id").alias("ir_id"))
-    tables: dict[str, list[pa.Table]] = {name: [] for name in IR_TABLES}
-    for planned in configs:
-        for graph in outcomes[planned.config.id].graphs.values():
-            for name in IR_TABLES:
-                tables[name].append(graph[name])
+    # Configs may compile to one graph (num_stages of a kernel without a loop, maxnreg, a
+    # config listed twice or differing only in its pre_hook): each graph goes in once, as in
+    # the dataset, else its nodes repeat and the model's graph encoder refuses the tables.
+    graphs = {ir_id: graph for planned in configs for ir_id, graph in outcomes[planned.config.id].graphs.items()}
+    tables: dict[str, list[pa.Table]] = {name: [graph[name] for graph in graphs.values()] for name in IR_TABLES}
     ir = {
         name: pl.DataFrame(
             conform(table_spec(name), pa.concat_tables(parts, promote_options="permissive"))

@@ -167,3 +167,19 @@ def test_a_summary_with_nothing_compiled_says_so(guide_model: Path) -> None:
     guide.print_summary(console, [])
     assert "no config compiled in 3 run(s), nothing to rank" in console.file.getvalue()
     assert "0 of 0" not in console.file.getvalue()
+
+
+def test_configs_that_compile_to_one_graph_are_ranked(guide_model: Path, tmp_path: Path) -> None:
+    """The gap: configs differing only in num_stages of a loop-free kernel (or maxnreg, or a
+    pre_hook) share one IR graph; the candidates' IR tables held it once per config, the
+    model's graph encoder refused them ("node_id of some graph is not 0..n-1") and the run was
+    benchmarked in full, as if no model guided it (suite matmul float16 M96_N80_K72 does this)."""
+    out = tmp_path / "staged"
+    options = {**BASE, "families": ("test_staged_scale",), "suite": ("tests.corpus.guide.stage_kernels",)}
+    console = Console(file=io.StringIO(), width=200)
+    run_harvest(HarvestConfig(out=str(out), rank_with=str(guide_model), budget="1", **options), read_settings(), console)
+    printed = console.file.getvalue().replace("\n", " ")
+    assert "could not rank" not in printed, printed
+    found = rows(out)
+    assert found["ttgir_id"].n_unique() == 2  # four configs, two graphs
+    assert Counter(found["status"]) == {"ok": 2, "skipped": 2}  # the default + the top 1
