@@ -221,9 +221,11 @@ class ConfigRanker:
 
     def _rank(self, kernel: Any, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> Ranking:
         from corpus.guide.candidates import candidate_frames, run_columns
+        from corpus.harvest.compile_worker import CompileOutcome
         from corpus.harvest.plan import PlannedConfig, PlannedRun
         from corpus.harvest.rows import ir_target_name
         from corpus.harvest.sass_batch import instruction_stats_now
+        from corpus.record.replay import HookReplayError, config_arguments
         from corpus.record.rows import (
             as_config,
             autotuned_problem,
@@ -247,9 +249,18 @@ class ConfigRanker:
         suite_configs = [as_config(c) for c in configs]
         outcomes = {}
         begin = time.perf_counter()
-        for config in suite_configs:
-            outcome, _ = compiler(kernel, args, config)
-            self.compiles += 1
+        for original, config in zip(configs, suite_configs):
+            # Compile with the arguments the config launches with: its pre_hook and the
+            # autotuner's (reset_to_zero, restore_value, a user's) replayed on copies, as Triton
+            # runs them before benchmarking it; liger-kernel's hooks set TensorDescriptor block
+            # shapes the compiler specializes on.
+            try:
+                launched = config_arguments(autotuner, original, args)
+            except HookReplayError as exc:
+                outcome = CompileOutcome(Status.COMPILE_ERROR.value, str(exc)[:400])
+            else:
+                outcome, _ = compiler(kernel, launched, config)
+                self.compiles += 1
             outcomes[config.id] = outcome
         sass = instruction_stats_now({k: o.sass_code for k, o in outcomes.items()}, target)
         self.compile_s += time.perf_counter() - begin

@@ -146,6 +146,43 @@ def heuristic(model: str, out: Path) -> dict[str, Any]:
     }
 
 
+def hooked(model: str) -> dict[str, Any]:
+    """Configs whose ``pre_hook`` sets a TensorDescriptor's block shape (liger-kernel's way) and
+    an autotuner that restores ``out``: each config is compiled with the arguments it launches
+    with, so every config is ranked, not only the one the descriptor was made for."""
+    import torch
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import desc_copy_kernel
+
+    def set_block(nargs: dict[str, Any]) -> None:
+        nargs["desc"].block_shape = [nargs["BLOCK"]]
+        nargs["out"].zero_()  # touches data: ranking must replay it on copies only
+
+    hooked_configs = [triton.Config({"BLOCK": b}, num_warps=1, pre_hook=set_block) for b in (16, 32, 64, 128)]
+    prune = prune_configs(model, top_k=2)
+    ranker = prune["early_config_prune"]
+    tuned = triton.autotune(
+        hooked_configs, key=["n"], prune_configs_by=prune, do_bench=cpu_bench, restore_value=["out"]
+    )(desc_copy_kernel)
+    x = torch.arange(256, dtype=torch.float32)
+    out = torch.full((256,), -1.0)
+    desc = TensorDescriptor.from_tensor(x, block_shape=[16])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tuned[lambda meta: (triton.cdiv(256, meta["BLOCK"]),)](desc, out, 256)
+    return {
+        "correct": bool(torch.equal(out, x)),
+        "benchmarked": len(getattr(tuned, "configs_timings", {})),  # none when one config is left
+        "compiles": ranker.compiles,
+        "uncompiled": sorted(r for r in ranker.reasons.values() if "did not compile" in r),
+        "warnings": [str(w.message) for w in caught if "cannot rank" in str(w.message)],
+    }
+
+
 def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -155,6 +192,7 @@ def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
         "unseen_target": untuned(model, target="sm_80"),
         "recorded": recorded(model, out / "recorded"),
         "heuristic": heuristic(model, out / "heuristic"),
+        "hooked": hooked(model),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
 

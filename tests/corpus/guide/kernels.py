@@ -25,3 +25,14 @@ def even_scale_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr, EVEN: tl.
     else:
         mask = offsets < n_elements
         tl.store(out_ptr + offsets, 2.0 * tl.load(x_ptr + offsets, mask=mask) + 1.0, mask=mask)
+
+
+@triton.jit
+def desc_copy_kernel(desc, out, n, BLOCK: tl.constexpr):
+    """Copies through a ``TensorDescriptor`` whose block shape must be ``[BLOCK]``: each config's
+    ``pre_hook`` sets it, as liger-kernel's kernels do; compiled with another block shape the
+    load and the store disagree and the compile fails."""
+    start = tl.program_id(0) * BLOCK
+    x = desc.load([start])
+    offsets = start + tl.arange(0, BLOCK)
+    tl.store(out + offsets, x, mask=offsets < n)

@@ -111,6 +111,16 @@ def test_a_kernel_under_triton_heuristics_is_ranked_and_recorded_with_its_ir(rep
     assert ok.height == 2 and ok["ttgir_id"].null_count() == 0
 
 
+def test_configs_are_ranked_with_the_arguments_their_pre_hook_sets(report: dict) -> None:
+    """The gap: candidates were compiled with the call's arguments as they came, the hooks never
+    run; a TensorDescriptor made for BLOCK=16 compiled only that config (liger-kernel's fused
+    MLP: none of its 32), so the model "ranked" one config and Triton benchmarked one of top_k."""
+    hooked = report["hooked"]
+    assert hooked["correct"] and hooked["warnings"] == []
+    assert hooked["uncompiled"] == [] and hooked["compiles"] == 4
+    assert hooked["benchmarked"] == 2
+
+
 def test_bad_arguments_are_refused_at_decoration(guide_model: Path, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="checkpoint.json"):
         prune_configs(tmp_path)
