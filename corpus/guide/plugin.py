@@ -14,8 +14,8 @@ compiles each config to IR for the target (on a GPU in this process, where Trito
 serves the autotuner's own compiles; on the interpreter in a worker process where Triton
 compiles, see :class:`corpus.record.compile_worker.WorkerCompiler`), ranks them with the model
 (:func:`train.guide.score_candidates`) and returns the ``top_k``: Triton benchmarks those only.
-The choice is cached per autotune key (the key Triton computes: the ``key`` arguments' values
-and every tensor's dtype), so a key tuned again (a cleared cache, ``Autotuner.warmup``) costs
+The choice is cached per autotuner (for as long as it lives) and autotune key (the key Triton
+computes: the ``key`` arguments' values and every tensor's dtype), so a key tuned again (a cleared cache, ``Autotuner.warmup``) costs
 no compile.
 
 When the model cannot rank -- no config compiles for the target, the model refuses the device,
@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -151,7 +152,13 @@ class ConfigRanker:
         self.target = target
         self.early_config_prune = early_config_prune
         self.compile_timeout_s = compile_timeout_s
-        self.cache: dict[tuple[Any, ...], Ranking | None] = {}
+        self.cache: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Ranking | None]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Rankings per autotuner, then per (tuning key, config ids). Held by the autotuner
+        object itself, not its ``id()``: a kernel's autotuner that is freed (a notebook cell run
+        again, a kernel made in a loop) gives its address to the next one, which was served the
+        freed kernel's ranking without a compile."""
         self.reasons: dict[str, str] = {}
         """Why each config the latest tuning did not benchmark was left out (config id ->
         reason); replaced at every call, so reasons never outlive their tuning."""
@@ -178,11 +185,12 @@ class ConfigRanker:
             return self._fallback(configs, "kernel", "it was not called by a triton.autotune autotuner")
         args = {**named_args, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}}
         ids = [as_config(c).id for c in configs]
-        key = (id(autotuner), tuning_key(autotuner, args), tuple(ids))
+        key = (tuning_key(autotuner, args), tuple(ids))
         with self._lock:
-            if key not in self.cache:
-                self.cache[key] = self._choose(autotuner, configs, args, kwargs.get("grid"))
-            ranking = self.cache[key]
+            rankings = self.cache.setdefault(autotuner, {})
+            if key not in rankings:
+                rankings[key] = self._choose(autotuner, configs, args, kwargs.get("grid"))
+            ranking = rankings[key]
         if ranking is None:
             return configs
         skip = SKIP.format(k=self.top_k, model=self.model.name)

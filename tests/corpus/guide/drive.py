@@ -183,6 +183,31 @@ def hooked(model: str) -> dict[str, Any]:
     }
 
 
+def freed(model: str) -> dict[str, Any]:
+    """The provider's rankings live as long as their autotuner: one freed leaves none behind,
+    whose address (``id()``, the old cache key) a new autotuner may get."""
+    import gc
+
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import scale_kernel
+
+    prune = prune_configs(model, top_k=2)
+    ranker = prune["early_config_prune"]
+    tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
+        scale_kernel
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        launch(tuned, 1000)
+    held = len(ranker.cache)
+    del tuned
+    gc.collect()
+    return {"held": held, "after_free": len(ranker.cache)}
+
+
 def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -193,6 +218,7 @@ def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
         "recorded": recorded(model, out / "recorded"),
         "heuristic": heuristic(model, out / "heuristic"),
         "hooked": hooked(model),
+        "freed": freed(model),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
 

@@ -121,6 +121,13 @@ def test_configs_are_ranked_with_the_arguments_their_pre_hook_sets(report: dict)
     assert hooked["benchmarked"] == 2
 
 
+def test_rankings_go_with_their_autotuner(report: dict) -> None:
+    """The gap: rankings were keyed by ``id(autotuner)``; a freed autotuner's address goes to a
+    later one (a notebook cell run again, kernels made in a loop), which was served the freed
+    kernel's ranking without a compile (seen: an accum kernel given a scale kernel's top 2)."""
+    assert report["freed"] == {"held": 1, "after_free": 0}
+
+
 def test_bad_arguments_are_refused_at_decoration(guide_model: Path, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="checkpoint.json"):
         prune_configs(tmp_path)
