@@ -185,18 +185,24 @@ class ConfigRanker:
             return self._fallback(configs, "kernel", "it was not called by a triton.autotune autotuner")
         args = {**named_args, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}}
         ids = [as_config(c).id for c in configs]
+        # One candidate per config id (knobs): a config listed twice, or differing only in its
+        # pre_hook, is ranked once, else the top_k held one config twice and Triton, whose
+        # timings are a dict of configs, benchmarked fewer than top_k.
+        distinct: dict[str, Any] = {}
+        for config_id, config in zip(ids, configs):
+            distinct.setdefault(config_id, config)
         key = (tuning_key(autotuner, args), tuple(ids))
         with self._lock:
             rankings = self.cache.setdefault(autotuner, {})
             if key not in rankings:
-                rankings[key] = self._choose(autotuner, configs, args, kwargs.get("grid"))
+                rankings[key] = self._choose(autotuner, list(distinct.values()), args, kwargs.get("grid"))
             ranking = rankings[key]
         if ranking is None:
             return configs
         skip = SKIP.format(k=self.top_k, model=self.model.name)
         reasons = {config_id: skip for config_id in ids if config_id not in ranking.chosen}
         self.reasons = {**reasons, **ranking.uncompiled}
-        return [configs[ids.index(config_id)] for config_id in ranking.chosen]
+        return [distinct[config_id] for config_id in ranking.chosen]
 
     def skip_reason_for(self, config: Any) -> str | None:
         """Why ``config`` (a ``triton.Config``) was not benchmarked, when this provider pruned it

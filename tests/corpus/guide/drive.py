@@ -208,6 +208,29 @@ def freed(model: str) -> dict[str, Any]:
     return {"held": held, "after_free": len(ranker.cache)}
 
 
+def duplicated(model: str) -> dict[str, Any]:
+    """Every config listed twice (12 configs, 6 distinct), top_k=2: Triton benchmarks two
+    distinct configs, the two the model ranks best, not one config twice."""
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import scale_kernel
+
+    prune = prune_configs(model, top_k=2)
+    tuned = triton.autotune(configs() + configs(), key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
+        scale_kernel
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        correct = launch(tuned, 1000)
+    return {
+        "correct": correct,
+        "benchmarked": len(getattr(tuned, "configs_timings", {})),  # none when one config is left
+        "compiles": prune["early_config_prune"].compiles,
+    }
+
+
 def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -219,6 +242,7 @@ def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
         "heuristic": heuristic(model, out / "heuristic"),
         "hooked": hooked(model),
         "freed": freed(model),
+        "duplicated": duplicated(model),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
 

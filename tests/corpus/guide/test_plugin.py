@@ -128,6 +128,15 @@ def test_rankings_go_with_their_autotuner(report: dict) -> None:
     assert report["freed"] == {"held": 1, "after_free": 0}
 
 
+def test_a_config_listed_twice_is_ranked_once(report: dict) -> None:
+    """The gap: both copies of the best config (one id, equal scores) filled the top_k, so
+    Triton, whose timings are a dict of configs, benchmarked one config where top_k=2 was asked
+    (likewise two configs differing only in their pre_hook)."""
+    duplicated = report["duplicated"]
+    assert duplicated["correct"] and duplicated["benchmarked"] == 2
+    assert duplicated["compiles"] == 6  # the six distinct configs
+
+
 def test_bad_arguments_are_refused_at_decoration(guide_model: Path, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="checkpoint.json"):
         prune_configs(tmp_path)
