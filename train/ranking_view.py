@@ -26,7 +26,11 @@ MEANINGS = (
         "the order, trust rank (the ranking score is what the model was trained to order)",
     ),
     ("p runs", "predicted probability that the config runs; below 0.5 it ranks after the others"),
-    ("measured ms", "the dataset's measured median latency (a config that failed: failed)"),
+    (
+        "measured ms",
+        "the dataset's measured median latency (a config that failed: failed; one never "
+        "benchmarked, a skipped row of a budget or of corpus.guide's pruning: not run)",
+    ),
 )
 
 
@@ -86,7 +90,9 @@ def ranking_table(ranking: pl.DataFrame, top: int) -> Table:
             cells.append("–" if row["p_valid"] is None else f"{row['p_valid']:.2f}")
         if measured:
             ok = row.get("valid", row["median_ms"] is not None)
-            cells.append(_ms(row["median_ms"]) if ok else "failed")
+            # a skipped row was never benchmarked: no failure, whatever its valid flag says
+            not_run = row.get("status") == "skipped"
+            cells.append("not run" if not_run else _ms(row["median_ms"]) if ok else "failed")
         table.add_row(*cells)
     return table
 

@@ -45,3 +45,12 @@ def test_candidates_without_a_family_show_their_run_id_and_no_empty_columns():
     text = "\n".join(_printed(ranking))
     assert "3f9a2c" in text and "measured ms" not in text
     assert "nothing written: --out" in text
+
+
+def test_a_config_never_benchmarked_is_not_shown_as_failed():
+    """The gap: a budget's or corpus.guide's ``skipped`` rows (no latency, ``valid`` false) were
+    shown as ``failed`` by ``python -m train.predict --data``, as if the config had not run."""
+    ranking = _ranking(median_ms=[0.4, None, None], valid=[True, False, False],
+                       status=["ok", "skipped", "skipped"])  # fmt: skip
+    text = "\n".join(_printed(ranking))
+    assert "not run" in text and "failed" not in text.split("measured ms", 1)[1].split("rank ", 1)[0]
