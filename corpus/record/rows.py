@@ -147,8 +147,8 @@ def config_grid(grid: Any, args: Mapping[str, Any], config: Config) -> tuple[int
 class AutotunedProblem:
     """What an autotuned call's key says of its problem: ``dims``, the integer and boolean
     arguments the autotuner keys on (booleans as 0/1); ``flags``, the boolean ones (mode
-    switches, as a suite's ``problem_flags``); ``dtype`` of the first tensor argument (None:
-    none)."""
+    switches, as a suite's ``problem_flags``); ``dtype`` of the first tensor argument, or
+    ``TensorDescriptor`` argument's tensor (None: none)."""
 
     dims: dict[str, int]
     flags: dict[str, int]
@@ -159,7 +159,10 @@ def autotuned_problem(args: Mapping[str, Any], keys: Sequence[str]) -> Autotuned
     """The :class:`AutotunedProblem` of a call with ``args`` to a kernel autotuned on ``keys``."""
     dims = {name: int(args[name]) for name in keys if isinstance(args.get(name), int)}  # bool is an int
     flags = {name: dims[name] for name in dims if isinstance(args[name], bool)}
-    tensors = [v for v in args.values() if hasattr(v, "dtype") and hasattr(v, "shape")]
+    # A TensorDescriptor argument (liger-kernel's kernels take nothing else) has its tensor's
+    # dtype: without it such a run's dtype was null, and the model ranked it without one.
+    values = [v.base if is_descriptor(v) else v for v in args.values()]
+    tensors = [v for v in values if hasattr(v, "dtype") and hasattr(v, "shape")]
     return AutotunedProblem(dims, flags, str(tensors[0].dtype).removeprefix("torch.") if tensors else None)
 
 

@@ -102,6 +102,15 @@ def test_disk_cache_hit_is_a_run_without_measurements(tmp_path) -> None:
     assert not [p for p in check_dataset(out).problems if "runs" in p and "not found" not in p]
 
 
+def test_a_kernel_of_tensor_descriptors_has_their_dtype() -> None:
+    """The gap: liger-kernel's fused MLP takes only TensorDescriptors, so its recorded runs (and
+    the plug-in's candidates) had dtype null and the model ranked them without a dtype."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.zeros(4, 64, dtype=torch.float16)
+    problem = autotuned_problem({"desc": TensorDescriptor.from_tensor(x, block_shape=[1, 16]), "n": 64}, ["n"])
+    assert problem.dtype == "float16" and problem.dims == {"n": 64}
+
 def test_a_boolean_autotune_key_is_a_problem_flag() -> None:
     """liger's token-gather kernel keys on ``w_is_None``: its two problems differ in problem_json,
     shape_name and problem_flags, not only in run_id."""
