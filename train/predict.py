@@ -174,7 +174,10 @@ def rank_configs(
             stacklevel=2,
         )
     frame = complete_candidates(frame).with_columns(pl.col("valid").fill_null(False))
-    graphs = ckpt.graph_featurizer.transform(encode_graphs(ir_nodes, ir_edges))
+    encoded = encode_graphs(ir_nodes, ir_edges)
+    if "ir_id" not in absent:  # all of them graph-less is said above
+        _warn_graphless(frame, set(encoded.ir_ids), ckpt.level)
+    graphs = ckpt.graph_featurizer.transform(encoded)
     model_config = ckpt.model.config
     samples = GraphSamples(
         frame,
@@ -194,6 +197,32 @@ def rank_configs(
     first = list(OUTPUT_COLUMNS)
     rest = [c for c in ranked.columns if c not in first and c != "__key"]
     return ranked.select(first + rest).sort("run_id", "rank")
+
+
+NO_GRAPH_STATUSES = frozenset({"compile_error", "compile_timeout", "out_of_resources"})
+"""Statuses of configs that have no IR graph because they did not compile: the model learnt
+from such rows, graph-less, that they fail."""
+
+
+def _warn_graphless(frame: pl.DataFrame, known: set[str], level: str) -> None:
+    """Warn when candidates that compiled (or may have) have no graph of ``level`` among the IR
+    tables (``known`` ir_ids) while others have one: the model ranks them on side features
+    alone, as it saw only compile failures ranked, so their places among the configs with a
+    graph mean little (``corpus.record``'s rows of configs it never benchmarked have no IR)."""
+    status = frame["status"] if "status" in frame.columns else pl.Series([None] * frame.height, dtype=pl.String)
+    ids = frame["ir_id"].to_list()
+    graphless = [
+        i for i, (ir_id, s) in enumerate(zip(ids, status.to_list()))
+        if (ir_id is None or ir_id not in known) and s not in NO_GRAPH_STATUSES
+    ]  # fmt: skip
+    if graphless and len(graphless) < frame.height:
+        warnings.warn(
+            f"{len(graphless)} of {frame.height} candidates have no {level} graph (ir_id missing "
+            "or not in the IR tables) though they did not fail to compile: ranked on side "
+            "features alone, their places among the others are not comparable",
+            MissingInputsWarning,
+            stacklevel=3,
+        )
 
 
 def rank_dataset(
