@@ -42,7 +42,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +59,14 @@ UNCOMPILED = (
 
 @dataclass(frozen=True)
 class Ranking:
-    """One tuning's verdict: the ids Triton benchmarks (best first), and the configs that did
-    not compile for ranking (id -> why: their ``skipped`` rows say so)."""
+    """One tuning's verdict: the ids Triton benchmarks (best first), the configs that did not
+    compile for ranking (id -> why: their ``skipped`` rows say so), and the compile outcomes of
+    those that did, for the IR target ``ir_target`` (``runs.ir_target`` spelling)."""
 
     chosen: tuple[str, ...]
     uncompiled: Mapping[str, str]
+    compiled: Mapping[str, Any] = field(default_factory=dict)
+    ir_target: str | None = None
 
 
 class CannotRank(RuntimeError):
@@ -160,6 +163,9 @@ class ConfigRanker:
         again, a kernel made in a loop) gives its address to the next one, which was served the
         freed kernel's ranking without a compile."""
         self.reasons: dict[str, str] = {}
+        self.latest: Ranking | None = None
+        """The latest tuning's ranking (None: it fell back or ranked nothing), replaced at
+        every call as ``reasons`` is."""
         """Why each config the latest tuning did not benchmark was left out (config id ->
         reason); replaced at every call, so reasons never outlive their tuning."""
         self.compiles = 0
@@ -175,6 +181,7 @@ class ConfigRanker:
         from corpus.record.rows import as_config
 
         self.reasons = {}
+        self.latest = None
         if self.early_config_prune is not None:
             configs = list(self.early_config_prune(configs, named_args, **kwargs))
         configs = list(configs)
@@ -202,6 +209,7 @@ class ConfigRanker:
         skip = SKIP.format(k=self.top_k, model=self.model.name)
         reasons = {config_id: skip for config_id in ids if config_id not in ranking.chosen}
         self.reasons = {**reasons, **ranking.uncompiled}
+        self.latest = ranking
         return [distinct[config_id] for config_id in ranking.chosen]
 
     def skip_reason_for(self, config: Any) -> str | None:
@@ -210,6 +218,20 @@ class ConfigRanker:
         from corpus.record.rows import as_config
 
         return self.reasons.get(as_config(config).id)
+
+    def compiled_for(self, config: Any, ir_target: str) -> Any:
+        """The compile outcome (:class:`corpus.harvest.compile_worker.CompileOutcome`: IR graphs,
+        static stats) of ``config`` (a ``triton.Config``) that this provider compiled to rank the
+        latest tuning's configs and then pruned, when it compiled for ``ir_target`` (e.g.
+        ``sm_90``); else None. ``corpus.record`` stores it in the config's ``skipped`` row, as
+        a budgeted harvest keeps the IR of what it did not benchmark."""
+        from corpus.record.rows import as_config
+
+        ranking = self.latest
+        config_id = as_config(config).id
+        if ranking is None or ranking.ir_target != ir_target or config_id in ranking.chosen:
+            return None
+        return ranking.compiled.get(config_id)
 
     def _choose(self, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> Ranking | None:
         kernel = _kernel_of(autotuner)
@@ -322,7 +344,12 @@ class ConfigRanker:
             for config_id, outcome in outcomes.items()
             if outcome.status != Status.OK.value
         }
-        return Ranking(tuple(compiled[i].id for i in order[: self.top_k]), uncompiled)
+        return Ranking(
+            tuple(compiled[i].id for i in order[: self.top_k]),
+            uncompiled,
+            {c.id: outcomes[c.id] for c in compiled},
+            ir_target_name(target),
+        )
 
     def _missing_inputs(self, jit: Any, entry: str, caught: list[warnings.WarningMessage]) -> None:
         """Say once per kernel, at the kernel's definition, which inputs the model ranked it

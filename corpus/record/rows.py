@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -273,9 +273,32 @@ def event_rows(
         for item in configs
         if item.skip_reason is None
     }
-    listed = instruction_stats_now({k: o.sass_code for k, o in outcomes.items()}, context.ir_target)
+    # The configs corpus.guide.prune_configs compiled to rank and then pruned keep that IR in
+    # their skipped rows (as a budgeted harvest's do): without it a ranking of the recorded run
+    # compares them, graph-less, with the benchmarked ones.
+    compiled_for = getattr(event.autotuner.early_config_prune, "compiled_for", None)
+    ranked = {
+        item.config.id: outcome
+        for item in configs
+        if item.skip_reason is not None and compiled_for is not None and context.compiler is not None
+        and (outcome := compiled_for(originals.get(item.config.id), context.ir_target)) is not None
+    }  # fmt: skip
+    listed = instruction_stats_now(
+        {k: o.sass_code for k, o in {**outcomes, **ranked}.items()}, context.ir_target
+    )
     for index, item in enumerate(configs):
         compiled = outcomes.get(item.config.id)
+        if item.config.id in ranked:  # skipped, compiled to rank it
+            compiled = ranked[item.config.id]
+            graphs.update(compiled.graphs)
+            not_run = MeasureOutcome(Status.SKIPPED.value, item.skip_reason)
+            row = measurement_row(
+                run, replace(item, skip_reason=None), context.harvest_id, context.facts.arch, compiled, not_run
+            )
+            if item.config.id in listed:
+                fill_row(row, listed[item.config.id])
+            measurements.append(row)
+            continue
         if compiled is None:  # skipped: never benchmarked, nothing compiled
             measurements.append(
                 measurement_row(run, item, context.harvest_id, context.facts.arch, None, None)

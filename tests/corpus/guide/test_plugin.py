@@ -19,6 +19,7 @@ import pytest
 
 from corpus.guide import prune_configs
 from schemas import read_table
+from schemas.check import check_dataset
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -87,7 +88,7 @@ def test_recorded_workloads_say_why_each_config_was_not_benchmarked(report: dict
     for ranking says so (it used to be "ranked below"). n=3000: the user's own prune leaves 2,
     which the model does not rank, so none of the 5 others says the model pruned it (a reason
     of the earlier key used to stick)."""
-    columns = ["run_id", "status", "error"]
+    columns = ["run_id", "status", "error", "ttgir_id", "n_regs"]
     rows = pl.from_arrow(read_table(report["recorded"]["out"], "measurements", columns=columns))
     assert report["recorded"]["correct"]
     by_run = {len(group.filter(pl.col("error").str.contains("top 2 by model"))): group for _, group in rows.group_by("run_id")}
@@ -96,6 +97,11 @@ def test_recorded_workloads_say_why_each_config_was_not_benchmarked(report: dict
         assert group["status"].to_list().count("ok") == 2 and group.height == 7
     (uncompiled,) = ranked.filter(pl.col("error").str.contains("did not compile"))["error"].to_list()
     assert "when corpus.guide.prune_configs ranked the configs" in uncompiled
+    # The four the model ranked below its top 2 keep the IR and static stats it ranked them
+    # by (they used to have none, and a ranking of the recording compared them graph-less).
+    below = ranked.filter(pl.col("error").str.contains("top 2 by model"))
+    assert below["ttgir_id"].null_count() == 0 and below["n_regs"].null_count() == 0
+    assert check_dataset(report["recorded"]["out"]).ok
     skipped = pruned_by_user.filter(pl.col("status") == "skipped")["error"].to_list()
     assert len(skipped) == 5 and all(reason.startswith("pruned by the autotuner") for reason in skipped)
 
