@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +47,44 @@ class RecordCompileTask:
     module: str | None = None
     """The module's dotted name in the recording process (``__spec__.name``), tried first: a
     module of a namespace package or one with relative imports loads by name, not by file."""
+    misaligned: Mapping[str, int] = field(default_factory=dict)
+    """Bytes past a 16-byte boundary of each tensor argument's data pointer, where not 0: Triton
+    specializes a pointer on 16-byte alignment, and a meta tensor crosses the pipe aligned."""
 
 
 def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """The call's arguments with tensors replaced by meta tensors (no data crosses the pipe;
-    the compiler reads only dtype and pointer alignment, and a meta tensor is aligned), also
+    the compiler reads only dtype and pointer alignment; a meta tensor arrives aligned, so a
+    misaligned one travels as :attr:`RecordCompileTask.misaligned` and is rebuilt so), also
     the base tensors of ``TensorDescriptor`` arguments (:func:`corpus.record.replay.shadow`)."""
     from corpus.record.replay import shadow
 
     return {name: shadow(v) for name, v in args.items()}
+
+
+def misalignment(args: Mapping[str, Any]) -> dict[str, int]:
+    """:attr:`RecordCompileTask.misaligned` of the call's ``args``."""
+    import torch
+
+    return {
+        name: value.data_ptr() % 16
+        for name, value in args.items()
+        if torch.is_tensor(value) and value.device.type != "meta" and value.data_ptr() % 16
+    }
+
+
+def misaligned_like(value: Any, offset: int) -> Any:
+    """A meta tensor like ``value`` whose data pointer is ``offset`` bytes past a 16-byte
+    boundary (a view into a larger meta tensor; a meta tensor's pointer is its storage offset
+    in bytes), so Triton specializes it as it did the workload's tensor."""
+    import torch
+
+    itemsize = value.element_size()
+    if offset % itemsize:  # not a whole number of elements: no view expresses it
+        return value
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()) if size > 0)
+    base = torch.empty(offset // itemsize + extent, dtype=value.dtype, device="meta")
+    return base.as_strided(tuple(value.shape), tuple(value.stride()), offset // itemsize)
 
 
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]""")
@@ -105,8 +134,12 @@ class RecordCompileHandler:
                 Status.COMPILE_ERROR.value,
                 f"cannot load {task.entry} from {task.path}: {exc}"[:400],
             ), None
+        args = {
+            name: misaligned_like(value, task.misaligned[name]) if name in task.misaligned else value
+            for name, value in task.args.items()
+        }
         return compile_config(
-            kernel.fn, task.args, task.config, self.init.target, always_compile=True, heuristics=kernel.heuristics
+            kernel.fn, args, task.config, self.init.target, always_compile=True, heuristics=kernel.heuristics
         )
 
 
@@ -143,6 +176,7 @@ class WorkerCompiler:
         task = RecordCompileTask(
             inspect.getsourcefile(fn.fn) or "", fn.fn.__name__, portable_args(args), config,
             module=spec.name if spec is not None and spec.name != "__main__" else None,
+            misaligned=misalignment(args),
         )  # fmt: skip
         if runs_again_on_import(task.path):
             return CompileOutcome(
