@@ -52,6 +52,48 @@ class RecordCompileTask:
     specializes a pointer on 16-byte alignment, and a meta tensor crosses the pipe aligned."""
 
 
+@dataclass(frozen=True)
+class JitReference:
+    """A ``@triton.jit`` function passed as an argument (a ``tl.constexpr`` activation, say), by
+    where it is defined: the object itself does not pickle (its function is not what its module
+    binds to the name), and the worker needs its own, compiled rather than interpreted, copy."""
+
+    module: str | None
+    """Dotted module name, tried first (None: defined in ``__main__``)."""
+    path: str
+    name: str
+
+    def resolve(self) -> Any:
+        """The worker's object of that name (imported by module name, else by file)."""
+        from extract.kernel_loading import import_kernel_module
+
+        if self.module is not None:
+            try:
+                return getattr(import_kernel_module(self.module), self.name)
+            except ImportError:  # not importable by name here (sys.path differs): by file
+                pass
+        return getattr(import_kernel_module(self.path), self.name)
+
+
+def _jit_reference(value: Any) -> JitReference | None:
+    """A :class:`JitReference` to ``value`` when it is a ``@triton.jit`` function its module
+    binds by name, else None."""
+    import inspect
+
+    from triton.runtime.jit import KernelInterface
+
+    fn = getattr(value, "fn", None)  # a JITFunction, or the interpreter's InterpretedFunction
+    if not isinstance(value, KernelInterface) or not inspect.isfunction(fn):
+        return None
+    module = sys.modules.get(fn.__module__)
+    if getattr(module, fn.__name__, None) is not value:
+        return None
+    path = inspect.getsourcefile(fn) or ""
+    spec = getattr(module, "__spec__", None)
+    dotted = spec.name if spec is not None and spec.name != "__main__" else None
+    return JitReference(dotted, path, fn.__name__)
+
+
 def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """The call's arguments with tensors replaced by meta tensors (no data crosses the pipe;
     the compiler reads only dtype and pointer alignment; a meta tensor arrives aligned, so a
@@ -59,7 +101,7 @@ def portable_args(args: Mapping[str, Any]) -> dict[str, Any]:
     the base tensors of ``TensorDescriptor`` arguments (:func:`corpus.record.replay.shadow`)."""
     from corpus.record.replay import shadow
 
-    return {name: shadow(v) for name, v in args.items()}
+    return {name: _jit_reference(v) or shadow(v) for name, v in args.items()}
 
 
 def misalignment(args: Mapping[str, Any]) -> dict[str, int]:
@@ -138,6 +180,12 @@ class RecordCompileHandler:
             name: misaligned_like(value, task.misaligned[name]) if name in task.misaligned else value
             for name, value in task.args.items()
         }
+        try:
+            args = {name: v.resolve() if isinstance(v, JitReference) else v for name, v in args.items()}
+        except Exception as exc:
+            return CompileOutcome(
+                Status.COMPILE_ERROR.value, f"cannot load a @triton.jit argument of {task.entry}: {exc}"[:400]
+            ), None
         return compile_config(
             kernel.fn, args, task.config, self.init.target, always_compile=True, heuristics=kernel.heuristics
         )

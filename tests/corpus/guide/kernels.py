@@ -36,3 +36,17 @@ def desc_copy_kernel(desc, out, n, BLOCK: tl.constexpr):
     x = desc.load([start])
     offsets = start + tl.arange(0, BLOCK)
     tl.store(out + offsets, x, mask=offsets < n)
+
+
+@triton.jit
+def relu(x):
+    return tl.maximum(x, 0.0)
+
+
+@triton.jit
+def activation_kernel(x_ptr, out_ptr, n_elements, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr):
+    """Applies the ``@triton.jit`` function passed as ``ACTIVATION`` (a common way to share one
+    kernel between activations)."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, ACTIVATION(tl.load(x_ptr + offsets, mask=mask)), mask=mask)
