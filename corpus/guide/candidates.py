@@ -91,7 +91,9 @@ def candidate_frames(
     known = {k: v for k, v in run_row.items() if k in runs_spec.schema.names}
     runs = pl.DataFrame(conform(runs_spec, [{**known, "harvest_id": "candidates"}]))
     keep = [c for c in RUN_COLUMNS if c in runs.columns and c not in ("run_id", "harvest_id")]
-    frame = measurements.join(runs.select("run_id", *keep), on="run_id", how="left")
+    # Ranks go back to configs by row position: keep the configs' order (polars leaves a
+    # join's row order unspecified otherwise).
+    frame = measurements.join(runs.select("run_id", *keep), on="run_id", how="left", maintain_order="left")
     frame = frame.with_columns(pl.col(f"{level}_id").alias("ir_id"))
     # Configs may compile to one graph (num_stages of a kernel without a loop, maxnreg, a
     # config listed twice or differing only in its pre_hook): each graph goes in once, as in
