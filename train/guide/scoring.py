@@ -10,6 +10,7 @@ ranking, arch checks) reaches every tuner at once.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,12 +54,17 @@ class GuideModel:
 
 def model_name(directory: str | Path) -> str:
     """``<directory name>@<hash>``: the last path component and a content hash of
-    ``checkpoint.json`` and the weights (two copies of one model share the hash)."""
+    ``checkpoint.json`` and the weights (two copies of one model share the hash). A seed's
+    checkpoint that ``python -m train`` keeps (``checkpoints/<model>/<split>/seed-N``) is named
+    ``<model>/<split>/seed-N@<hash>``: ``seed-N`` alone would not say which model it is."""
     path = Path(directory)
     digest = hashlib.blake2b(digest_size=6)
     for name in (META, WEIGHTS):
         digest.update((path / name).read_bytes())
-    return f"{path.resolve().name}@{digest.hexdigest()}"
+    resolved = path.resolve()
+    kept = len(resolved.parts) > 4 and resolved.parts[-4] == "checkpoints"
+    parts = resolved.parts[-3:] if kept and re.fullmatch(r"seed-\d+", resolved.name) else (resolved.name,)
+    return f"{'/'.join(parts)}@{digest.hexdigest()}"
 
 
 def load_model(directory: str | Path) -> GuideModel:
