@@ -123,8 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--harvests",
         choices=("latest", "pooled", "all"),
         default="latest",
-        help="a run harvested more than once: its latest harvest's rows, every repeat's "
-        "samples pooled (statistics recomputed), or every row (all) (default latest)",
+        help="a run harvested more than once: its latest harvest's rows, the samples of every "
+        "repeat timed as the latest one pooled (statistics recomputed), or every row (all); a "
+        "run whose configs were timed in different ways is refused (default latest)",
     )
     parser.add_argument(
         "--hidden", type=positive_int, default=64, help="width of the neural models' layers (default 64)"

@@ -118,11 +118,15 @@ def load_samples(
 
     ``harvests``: how repeated harvests of one (run_id, config_id) are combined, by the gated
     reader (:func:`schemas.read_table`'s option of that name): ``latest`` (the latest
-    harvest's row), ``pooled`` (every repeat's samples pooled, statistics recomputed) or
-    ``all`` (every row; keys then repeat). Rows come sorted by run_id, config_id.
+    harvest's row), ``pooled`` (the samples of every repeat timed as the latest one pooled,
+    statistics recomputed) or ``all`` (every row; keys then repeat); each refuses a run whose
+    ``ok`` configs were timed in different ways (:class:`schemas.MixedTimingError`). Rows come
+    sorted by run_id, config_id.
 
     Raises ``ValueError`` for an unknown ``level``/``harvests`` and :class:`schemas.DatasetError`
-    for a dataset without runs or measurements.
+    for a dataset without runs or measurements, or with measurement values no measurement can
+    have (:mod:`schemas.values`: an unknown status, a NaN or infinite timing, an ``ok`` row
+    without a usable median).
     """
     if level not in LEVELS:
         raise ValueError(f"level {level!r} is not one of {', '.join(LEVELS)}")
