@@ -3,8 +3,9 @@
 :func:`load_dataset` reads the samples table (:func:`train.tables.load_samples`) and the IR
 tables of one level through the gated reader and encodes the graphs (:mod:`train.graphs`).
 The result is cached on disk under a key of the dataset's location and content (every Parquet
-file's path, size and mtime), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION` and the options, as safetensors +
-JSON + Parquet: nothing is pickled, and a changed dataset or featurizer is never served stale.
+file's path, size and mtime), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION`,
+:data:`schemas.SCHEMA_VERSION` and the options, as safetensors + JSON + Parquet: nothing is
+pickled, and a changed dataset or featurizer is never served stale.
 
 :class:`GraphSamples` holds the featurized graphs once and per-sample rows (graph index, side
 features, targets); :meth:`GraphSamples.collate` batches samples so that a graph shared by
