@@ -430,10 +430,12 @@ def read_table(
     (run_id, config_id), the measurement of the most recent committed harvest (its runs row's
     ``finished_at``, ties to the larger ``harvest_id``) and per run_id the most recent runs row;
     ``"pooled"`` gives one measurement per (run_id, config_id) with ``samples_ms`` of every
-    harvest concatenated (oldest first) and the timing statistics recomputed from them, status
-    ``ok`` only when every repeat was ok (else the latest failure's status and error), other
+    harvest that timed it as the latest one did (same runs ``timer`` and ``l2_flush_bytes``)
+    concatenated (oldest first) and the timing statistics recomputed from them, status ``ok``
+    only when every such repeat was ok (else the latest failure's status and error), other
     columns from the latest repeat (see :mod:`schemas.harvests`). With ``"latest"`` or
-    ``"pooled"``, ``filters`` apply to the chosen rows, not before the choice.
+    ``"pooled"``, ``filters`` apply to the chosen rows, not before the choice, and a run whose
+    chosen ``ok`` rows were timed in different ways is refused (:class:`schemas.MixedTimingError`).
 
     Raises :class:`DatasetError` for a missing table, :class:`CorruptFileError`,
     :class:`SchemaVersionError` and :class:`SchemaMismatchError` naming the file at fault,
