@@ -102,8 +102,9 @@ def load_samples(
     """One row per (run_id, config_id) measurement of the committed runs in ``data``.
 
     Every failure status is kept (failed configs are the validity head's targets); ``skipped``
-    rows (never benchmarked: left out by a ``--budget``, or their run could not be set up) are
-    no label, neither a latency nor a failure, and are dropped unless ``keep_skipped``. Columns:
+    rows (never benchmarked: left out by a ``--budget`` or by corpus.guide's pruning in a
+    recording, or their run could not be set up) are no label, neither a latency nor a failure,
+    and are dropped unless ``keep_skipped``. Columns:
 
     - keys: ``run_id``, ``config_id``, ``harvest_id``; the run's descriptive columns
       (:data:`RUN_COLUMNS`: family, shape_name, dtype, problem dims/flags, flops, bytes_moved,
