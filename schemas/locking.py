@@ -153,6 +153,18 @@ def _open_lock_file(path: str, *, create: bool) -> TextIO:
     return open(descriptor, "a+" if create else "r")  # the caller owns it
 
 
+def read_record(path: str) -> str | None:
+    """The text of a small record kept beside the locks (``.locks/*.pending``), read as lock
+    files are (never through a symbolic link, only a regular file: a FIFO would hang the
+    reader, a link would feed it another file's content); None when it is missing.
+    DatasetError naming the file otherwise."""
+    try:
+        with _open_lock_file(path, create=False) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
 def _refuse_linked_directories(path: str) -> None:
     """DatasetError when the dataset's ``.locks`` directory, or one inside it on the way to
     ``path``, is a symbolic link: lock files would be made, and truncated, where it points."""

@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Iterable
 
 from schemas.errors import DatasetError
-from schemas.locking import LOCK_DIR, is_lockable
+from schemas.locking import LOCK_DIR, is_lockable, read_record
 from schemas.storage import list_parquet, resolve
 from schemas.tables import TABLES
 
@@ -43,10 +43,11 @@ class PendingFinish:
         return cls(out, lock_name) if is_lockable(resolve(out)) else None
 
     def writers(self) -> list[str]:
-        """Writer ids recorded (empty when the file is absent or unreadable)."""
+        """Writer ids recorded (empty when the file is absent or unreadable). DatasetError when
+        it is a link or not a regular file (:func:`schemas.locking.read_record`)."""
         try:
-            with open(self.path) as handle:
-                ids = json.load(handle)
+            text = read_record(self.path)
+            ids = json.loads(text) if text is not None else []
         except (OSError, ValueError):
             return []
         return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
