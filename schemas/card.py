@@ -296,12 +296,17 @@ BUCKET_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "ad
 
 _FILE_URL = re.compile(r"\bfile://(/[^\s'\"]+)")
 _URL_AUTHORITY = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://(?:[^\s/@'\"]*@)?([^\s/:'\"]*)")
+_RAY_HOST = re.compile(
+    r"(--ray(?:=|\s+))(?!-)(?!(?:auto|local)(?=[\s'\"]|$))(?![A-Za-z][A-Za-z0-9+.-]*://)[^\s:/'\"]+"
+)
+"""``--ray HOST:PORT`` without a scheme (Ray takes a bare address too): its host."""
 
 
 def publishable_command(command: str) -> str:
     """``command`` as the card shows it: absolute paths made relative, and the machine and user
     in a URL replaced by ``<host>`` (``--ray ray://gpu-head-17.corp:10001`` becomes
-    ``--ray ray://<host>:10001``), since a published card names neither machines nor people.
+    ``--ray ray://<host>:10001``, and a bare ``--ray 10.1.2.3:6379`` ``--ray <host>:6379``), since a
+    published card names neither machines nor people.
     Object-store URLs keep their bucket (:data:`BUCKET_SCHEMES`), without a user name."""
 
     def masked(match: re.Match[str]) -> str:
@@ -311,7 +316,8 @@ def publishable_command(command: str) -> str:
         return f"{scheme}://<host>"
 
     local = _FILE_URL.sub(lambda m: relative_path(m.group(1)), command)  # file:///home/me/ds -> ds
-    return _URL_AUTHORITY.sub(masked, relativize_free_text(local, relative_path))
+    bare = _RAY_HOST.sub(lambda m: f"{m.group(1)}<host>", local)  # --ray 10.1.2.3:6379
+    return _URL_AUTHORITY.sub(masked, relativize_free_text(bare, relative_path))
 
 
 def check_card_files(url: str, *, force: bool = False, force_flag: str = "--force") -> None:

@@ -14,7 +14,15 @@ import pytest
 
 from schemas import DatasetError, DatasetWriter, read_table
 from schemas.__main__ import main
-from schemas.card import CARD_JSON, CARD_MARKDOWN, CARD_MARKER, CardError, read_card, write_card
+from schemas.card import (
+    CARD_JSON,
+    CARD_MARKDOWN,
+    CARD_MARKER,
+    CardError,
+    publishable_command,
+    read_card,
+    write_card,
+)
 from schemas.tables import SCHEMA_VERSION, TABLES
 from tests.schemas.conftest import sample_rows, write_run
 
@@ -130,6 +138,19 @@ def test_commands_on_the_card_name_no_machine_or_user(dataset: str) -> None:
     published = Path(dataset, CARD_MARKDOWN).read_text() + Path(dataset, CARD_JSON).read_text()
     for leak in ("gpu-head-17", "10.1.2.3", "alice", "storage01"):
         assert leak not in published
+
+
+def test_a_bare_ray_address_on_the_card_names_no_machine() -> None:
+    """--ray takes HOST:PORT without a scheme too (ray.init's address); the gap: only URLs with
+    a scheme were masked, so the head node's name or IP address stayed on the card."""
+    for given, shown in [
+        ("python -m corpus.harvest --ray 10.1.2.3:6379 --out ds", "python -m corpus.harvest --ray <host>:6379 --out ds"),
+        ("python -m corpus.harvest --ray=gpu-head-17.corp:6379", "python -m corpus.harvest --ray=<host>:6379"),
+        ("python -m corpus.harvest --ray --scale tiny", "python -m corpus.harvest --ray --scale tiny"),
+        ("python -m corpus.harvest --ray auto --out ds", "python -m corpus.harvest --ray auto --out ds"),
+        ("python -m corpus.harvest --ray local", "python -m corpus.harvest --ray local"),
+    ]:
+        assert publishable_command(given) == shown
 
 
 def test_card_of_a_version_1_dataset(tmp_path: Path) -> None:
