@@ -58,15 +58,23 @@ def stop_on_termination(signals: tuple[int, ...] = TERMINATION_SIGNALS) -> Itera
     SIGHUP). After the first one, all of them are ignored until the block ends, so a scheduler
     repeating its SIGTERM does not interrupt the commit of finished runs. Python runs signal
     handlers in the main thread only: elsewhere the block runs as is. Previous handlers come
-    back at exit."""
+    back at exit.
+
+    A library may catch the :class:`Terminated` its blocking call was interrupted by and raise
+    a plain KeyboardInterrupt instead (Ray's ``ray.get`` and ``ray.wait`` do): a
+    KeyboardInterrupt that leaves the block after a signal arrived is raised again as
+    :class:`Terminated` for that signal, so the command still says "stopped by SIGTERM" and
+    exits 143, not "interrupted" and 130 as after Ctrl-C."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     # None: a handler installed outside Python, which cannot be put back; the default stands in
     previous = {number: signal.getsignal(number) or signal.SIG_DFL for number in signals}
     caught = [number for number, handler in previous.items() if handler is not signal.SIG_IGN]
+    received: list[int] = []
 
     def terminate(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
         for number in caught:
             signal.signal(number, signal.SIG_IGN)
         raise Terminated(signum)
@@ -75,6 +83,10 @@ def stop_on_termination(signals: tuple[int, ...] = TERMINATION_SIGNALS) -> Itera
         signal.signal(number, terminate)
     try:
         yield
+    except KeyboardInterrupt as stop:
+        if received and not isinstance(stop, Terminated):
+            raise Terminated(received[0]) from stop
+        raise
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)

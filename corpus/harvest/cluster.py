@@ -26,10 +26,12 @@ import contextlib
 import io
 import logging
 import secrets
+import signal
 import string
+import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -349,23 +351,50 @@ class DropLogRecords(logging.Filter):
         return not any(fragment in message for fragment in self.fragments)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals whose handlers the harvest sets (Ctrl-C, a scheduler's preemption, a closed
+terminal: :func:`schemas.signals.stop_on_termination`) and ``ray.init`` replaces."""
+
+
+@contextlib.contextmanager
+def keeping_signal_handlers() -> Iterator[None]:
+    """Put back this process's handlers of :data:`STOP_SIGNALS` when the block ends.
+
+    ``ray.init`` installs its own SIGTERM handlers (a Python one that exits 1, and its core
+    worker's fatal-signal handler, which dumps a stack and aborts): without this, a Ray harvest
+    that Slurm or Kubernetes preempts with SIGTERM died with SIGABRT (exit 134) instead of
+    stopping as a harvest on one machine does (finished runs committed, "stopped by SIGTERM",
+    exit 143). Python's own table still names the harvest's handlers, so setting them again
+    reinstalls them at the C level. Only the main thread may set handlers."""
+    main = threading.current_thread() is threading.main_thread()
+    saved = {number: signal.getsignal(number) for number in STOP_SIGNALS} if main else {}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            if handler is not None:  # None: set outside Python, cannot be put back
+                signal.signal(number, handler)
+
+
 def connect(address: str) -> None:
     """Join the Ray cluster at ``address`` ("auto": the one this machine belongs to; "local":
-    start one in this process) unless this process already did."""
+    start one in this process) unless this process already did. The harvest's signal handlers
+    survive it (:func:`keeping_signal_handlers`)."""
     import ray
 
     if ray.is_initialized():
         return
-    if address != "local":
-        ray.init(address=address, log_to_driver=False)
-        return
-    quiet = DropLogRecords(RAY_LOCAL_NOTICES)
-    logger = logging.getLogger(RAY_AUTH_LOGGER)
-    logger.addFilter(quiet)
-    try:
-        ray.init(address=None, log_to_driver=False)
-    finally:
-        logger.removeFilter(quiet)
+    with keeping_signal_handlers():
+        if address != "local":
+            ray.init(address=address, log_to_driver=False)
+            return
+        quiet = DropLogRecords(RAY_LOCAL_NOTICES)
+        logger = logging.getLogger(RAY_AUTH_LOGGER)
+        logger.addFilter(quiet)
+        try:
+            ray.init(address=None, log_to_driver=False)
+        finally:
+            logger.removeFilter(quiet)
 
 
 def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> HarvestOutcome:

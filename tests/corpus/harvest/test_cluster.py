@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import signal
 import threading
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.claims import RunClaims
-from corpus.harvest.cluster import ACTOR_PREFIX, LANE_RESOURCE
+from corpus.harvest.cluster import ACTOR_PREFIX, LANE_RESOURCE, keeping_signal_handlers
 from corpus.harvest.settings import read_settings
 from schemas import committed_runs, read_table
 from schemas.check import check_dataset
@@ -59,6 +60,21 @@ def single_process(reference_dataset) -> list[tuple[str, str]]:
     """The session's unsharded single-process harvest of the same selection (same families,
     configs per run, dtypes and seed: the same plan), which other harvest tests compare with."""
     return sorted(_committed(reference_dataset))
+
+
+def test_the_harvests_signal_handlers_survive_what_ray_init_installs():
+    # ray.init sets a SIGTERM handler that exits 1 (and its core worker one that aborts): a
+    # preempted Ray harvest must still take the harvest's own stop path
+    def harvests(signum, frame):
+        raise AssertionError
+
+    before = signal.signal(signal.SIGTERM, harvests)
+    try:
+        with keeping_signal_handlers():
+            signal.signal(signal.SIGTERM, lambda signum, frame: None)  # as ray.init does
+        assert signal.getsignal(signal.SIGTERM) is harvests
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def test_ray_harvest_equals_a_single_process_harvest(local_ray, single_process, tmp_path):

@@ -41,6 +41,26 @@ def test_a_second_signal_while_stopping_is_ignored():
             raise
 
 
+def test_sigterm_turned_into_a_plain_keyboard_interrupt_by_a_library_stays_sigterm():
+    # ray.get / ray.wait catch the Terminated their wait was interrupted by and raise a new,
+    # plain KeyboardInterrupt: a Ray harvest stopped by SIGTERM said "interrupted" and exited
+    # 130, as after Ctrl-C
+    with pytest.raises(KeyboardInterrupt) as stopped, stop_on_termination():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt from None  # what Ray's check_signals does
+    assert isinstance(stopped.value, Terminated)
+    assert stopped.value.name == "SIGTERM" and stopped.value.exit_code == 128 + signal.SIGTERM
+
+
+def test_ctrl_c_alone_stays_an_interrupt():
+    with pytest.raises(KeyboardInterrupt) as stopped, stop_on_termination():
+        raise KeyboardInterrupt
+    assert not isinstance(stopped.value, Terminated)
+
+
 def test_a_signal_ignored_before_stays_ignored():
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
     try:
