@@ -386,7 +386,10 @@ def connect(address: str) -> None:
         return
     with keeping_signal_handlers():
         if address != "local":
-            ray.init(address=address, log_to_driver=False)
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except (ConnectionError, ValueError) as exc:  # no cluster; a bad address; no client
+                raise HarvestError(connect_refusal(address, exc)) from None
             return
         quiet = DropLogRecords(RAY_LOCAL_NOTICES)
         logger = logging.getLogger(RAY_AUTH_LOGGER)
@@ -395,6 +398,25 @@ def connect(address: str) -> None:
             ray.init(address=None, log_to_driver=False)
         finally:
             logger.removeFilter(quiet)
+
+
+def connect_refusal(address: str, error: Exception) -> str:
+    """What to tell the user when joining the Ray cluster at ``address`` failed with ``error``
+    (Ray's own message says ``--address`` and ``RAY_ADDRESS``, flags of ``ray``, not of the
+    harvest, and came with a traceback)."""
+    if address.startswith("ray://") and "ray[client]" in str(error):
+        return (
+            f"--ray {address}: connecting from outside the cluster needs Ray Client on this "
+            "machine: pip install 'ray[client]' (or run the harvest on a node of the cluster "
+            "with --ray)"
+        )
+    if address == "auto":
+        return (
+            "--ray (auto): this machine has joined no Ray cluster (no `ray start` here, "
+            "RAY_ADDRESS not set): start one with `ray start --head`, give its address "
+            "(--ray ray://HEAD:10001), or use --ray local for one in this process"
+        )
+    return f"--ray {address}: cannot join the Ray cluster there: {error}"
 
 
 def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> HarvestOutcome:

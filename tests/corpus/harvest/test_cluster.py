@@ -14,7 +14,12 @@ from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.claims import RunClaims
-from corpus.harvest.cluster import ACTOR_PREFIX, LANE_RESOURCE, keeping_signal_handlers
+from corpus.harvest.cluster import (
+    ACTOR_PREFIX,
+    LANE_RESOURCE,
+    connect_refusal,
+    keeping_signal_handlers,
+)
 from corpus.harvest.settings import read_settings
 from schemas import committed_runs, read_table
 from schemas.check import check_dataset
@@ -75,6 +80,22 @@ def test_the_harvests_signal_handlers_survive_what_ray_init_installs():
         assert signal.getsignal(signal.SIGTERM) is harvests
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_ray_auto_without_a_cluster_names_the_fix():
+    # --ray with no cluster on this machine was Ray's ConnectionError traceback, naming
+    # `--address` and RAY_ADDRESS, flags of `ray`, not of the harvest. (Not run for real here:
+    # auto also finds any Ray of this machine by its processes, the session's one included.)
+    error = ConnectionError("Could not find any running Ray instance. Please specify ...")
+    message = connect_refusal("auto", error)
+    assert message.startswith("--ray (auto): this machine has joined no Ray cluster")
+    assert "ray start --head" in message and "--ray local" in message
+
+
+def test_ray_client_without_its_extra_is_named():
+    error = ValueError("Ray Client requires pip package `ray[client]`. If you installed ...")
+    message = connect_refusal("ray://head:10001", error)
+    assert message.startswith("--ray ray://head:10001:") and "pip install 'ray[client]'" in message
 
 
 def test_ray_harvest_equals_a_single_process_harvest(local_ray, single_process, tmp_path):
