@@ -49,6 +49,7 @@ from corpus.harvest.report import (
     print_plan,
     print_start,
     print_summary,
+    shard_text,
 )
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.rows import ir_target_name
@@ -59,11 +60,17 @@ from corpus.harvest.runner import (
     bench_settings,
 )
 from corpus.harvest.scratch import scratch_directory
-from corpus.harvest.settings import Settings, array_shard, triton_cache_dir, worker_environments
+from corpus.harvest.settings import (
+    Settings,
+    array_shard,
+    array_source,
+    triton_cache_dir,
+    worker_environments,
+)
 from corpus.harvest.timing import l2_flush_bytes
 from corpus.harvest.workers import start_fork_server
 from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
-from corpus.terminal import print_trimmed
+from corpus.terminal import key_values, print_trimmed
 from schemas.card import write_card
 from schemas.compact import compact
 from schemas.enums import DEVICE_INTERPRETER, Timer
@@ -339,6 +346,8 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
 
         return harvest_on_ray(config, console)
     index, count = resolve_shard(config.shard, settings)  # a bad environment stops us first
+    # a task's log says which shard it is, and for --shard auto which array task
+    this_shard = shard_text(index, count, array_source(settings) if config.shard == "auto" else None)
     config = replace(config, shard=(index, count))
     if not config.dry_run:
         start_fork_server()  # the workers' imports overlap ours (the suite's torch, Triton's key)
@@ -369,11 +378,13 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     if config.dry_run:
         check_out(config.out, force=config.force_out)  # what the harvest itself would refuse
         budget = None if guide is None else guide.plan_text([valid_configs(run) for run in todo])
+        if this_shard is not None:
+            print_trimmed(console, key_values([("shard", this_shard)]))
         print_plan(console, planned, committed, facts, execution, notice, budget)
         print_estimates(console, config, specs, request, here, benchmarked)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out, force=config.force_out)
-    print_start(console, resumed, facts, execution, config.out, notice)
+    print_start(console, resumed, facts, execution, config.out, notice, this_shard)
     if not todo:
         finish_interrupted(config, planned, console)
         return HarvestOutcome(planned, len(planned), None)

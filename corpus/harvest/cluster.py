@@ -60,7 +60,7 @@ from corpus.harvest.device import DeviceFacts
 from corpus.harvest.estimate import valid_configs
 from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.plan import PlannedRun, plan_runs
-from corpus.harvest.report import RunSummary, print_plan, print_summary
+from corpus.harvest.report import RunSummary, print_plan, print_summary, progress_line
 from corpus.harvest.resume import ResumePlan, resume_plan
 from corpus.harvest.runner import CompilePool, Execution, Harvester, HarvestTotals, bench_settings
 from corpus.harvest.scratch import scratch_directory
@@ -576,6 +576,10 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
             _requeue(feed, run, index, console)
         lost_at.setdefault(index, time.monotonic())
 
+    runs_total = len(feed.queue)
+    configs_total = sum(len(run.configs) for run in feed.queue)
+    counts: Counter[str] = Counter()
+    begin = time.monotonic()
     for index in range(len(actors)):
         give(index)
     while pending:
@@ -596,10 +600,16 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
         else:
             if run is not None:
                 feed.done.append(value)
+                counts.update(value.by_status)
+                # where the whole harvest stands (runs, configs, ETA), then this run's lane
+                line = progress_line(
+                    len(feed.done), runs_total, value.label, sum(counts.values()),
+                    configs_total, counts, time.monotonic() - begin,
+                )  # fmt: skip
                 console.print(
-                    f"{value.label}: {value.configs} config(s) in {value.seconds:.1f} s "
-                    f"on {value.node} (lane {index})"
-                )
+                    f"{line}; {value.configs} config(s) in {value.seconds:.1f} s on {value.node} (lane {index})",
+                    soft_wrap=True, highlight=False, markup=False,
+                )  # fmt: skip
             lost_at.pop(index, None)
             give(index)
     feed.given_up.extend(feed.queue)  # only when every lane was retired

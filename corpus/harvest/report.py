@@ -40,11 +40,47 @@ from schemas.enums import Status, Timer
 FAILED = frozenset(s.value for s in Status) - {Status.OK.value, Status.SKIPPED.value}
 
 
+def clock(seconds: float) -> str:
+    """``0:01:02``: elapsed time and ETA as the progress bar shows them."""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def progress_line(
+    runs_done: int,
+    runs_total: int,
+    label: str,
+    configs_done: int,
+    configs_total: int,
+    counts: Mapping[str, int],
+    elapsed_s: float,
+) -> str:
+    """One finished run as a line of a log (a harvest whose output is not a terminal: a Slurm
+    task's log file, a Kubernetes pod's log, a Ray driver): where the harvest stands, by runs
+    and configs, its counts by status, the time so far and the ETA (the configs left at the
+    rate so far)."""
+    failed = sum(n for status, n in counts.items() if status in FAILED)
+    left = max(0, configs_total - configs_done)
+    eta = clock(elapsed_s * left / configs_done) if configs_done else "-"
+    return (
+        f"run {runs_done}/{runs_total} {label}: configs {configs_done}/{configs_total} "
+        f"(ok {counts.get(Status.OK.value, 0)}, failed {failed}, skipped "
+        f"{counts.get(Status.SKIPPED.value, 0)}), {clock(elapsed_s)} elapsed, eta {eta}"
+    )
+
+
 class HarvestProgress:
-    """Two bars (runs, configs) with ok/failed counts and ETA; safe to update from threads."""
+    """Two bars (runs, configs) with ok/failed counts and ETA; safe to update from threads.
+
+    On a console that is not a terminal (a Slurm or Kubernetes log file, a pipe) the bars
+    would be drawn once, when the harvest ends, and the log said nothing for hours: there
+    each finished run prints one :func:`progress_line` instead."""
 
     def __init__(self, console: Console, runs: Iterable[PlannedRun]) -> None:
         runs = list(runs)
+        self.console = console
+        self.live = console.is_terminal and not console.is_dumb_terminal
         # The detail (counts, or the run just finished) takes what the bars leave and is cut
         # with an ellipsis: a live line that wrapped would repaint as several lines.
         self.progress = Progress(
@@ -57,10 +93,14 @@ class HarvestProgress:
             TimeRemainingColumn(),
             console=console,
             transient=False,
+            disable=not self.live,
         )
-        self.runs_task = self.progress.add_task("runs", total=len(runs), detail="")
-        self.configs_task = self.progress.add_task("configs", total=sum(len(r.configs) for r in runs), detail="")
+        self.runs_total = len(runs)
+        self.configs_total = sum(len(r.configs) for r in runs)
+        self.runs_task = self.progress.add_task("runs", total=self.runs_total, detail="")
+        self.configs_task = self.progress.add_task("configs", total=self.configs_total, detail="")
         self.counts: Counter[str] = Counter()
+        self.runs_done = 0
         self.lock = threading.Lock()
         self.started = time.perf_counter()
 
@@ -85,6 +125,14 @@ class HarvestProgress:
 
     def run_done(self, result: RunResult) -> None:
         self.progress.update(self.runs_task, advance=1, detail=result.run.label)
+        with self.lock:
+            self.runs_done += 1
+            line = progress_line(
+                self.runs_done, self.runs_total, result.run.label, sum(self.counts.values()),
+                self.configs_total, self.counts, self.elapsed_s,
+            )  # fmt: skip
+        if not self.live:
+            self.console.print(line, soft_wrap=True, highlight=False, markup=False)
 
 
 def print_plan(
@@ -174,13 +222,17 @@ def print_start(
     execution: Execution,
     out: str,
     notice: str | None = None,
+    shard: str | None = None,
 ) -> None:
     """What the harvest is about to do, before the progress bars; ``notice`` (from
-    :func:`long_run_notice`) as a warning after it."""
+    :func:`long_run_notice`) as a warning after it; ``shard``: which static shard this is
+    (:func:`shard_text`), None when the whole plan is harvested."""
+    rows = [] if shard is None else [("shard", shard)]
     print_trimmed(
         console,
         key_values(
             [
+                *rows,
                 ("harvest", resumed.describe()),
                 ("device", f"{facts.device_name} ({facts.arch}), IR target {execution.target}"),
                 ("workers", plural(execution.workers, "compile worker")),
@@ -190,6 +242,14 @@ def print_start(
     )
     if notice:
         console.print(f"[yellow]warning[/]: {notice}")
+
+
+def shard_text(index: int, count: int, source: str | None = None) -> str | None:
+    """``1/4``, or ``1/4 (--shard auto: SLURM_ARRAY_TASK_ID=3 ...)`` with the job-array
+    variables it came from (``source``); None for the whole plan (0/1) given as such."""
+    if (index, count) == (0, 1) and source is None:
+        return None
+    return f"{index}/{count}" + (f" (--shard auto: {source})" if source else "")
 
 
 TIME_MEANING = {

@@ -140,6 +140,17 @@ def array_shard(settings: Settings) -> tuple[int, int]:
     return index, count
 
 
+def array_source(settings: Settings) -> str:
+    """The job-array variables ``--shard auto`` took its shard from (:func:`array_shard`), as
+    ``NAME=value`` pairs, so that a task's log says which task of the array it was."""
+    env = settings.array_env
+    if SLURM_TASK_ID in env:
+        names: tuple[str, ...] = (SLURM_TASK_ID, SLURM_TASK_MIN, SLURM_TASK_STEP, SLURM_TASK_COUNT)
+    else:
+        names = (K8S_INDEX, SHARD_COUNT)
+    return " ".join(f"{name}={env[name].strip()}" for name in names if name in env)
+
+
 def interpreter_selected(environ: Mapping[str, str] | None = None) -> bool:
     """True when TRITON_INTERPRET selects Triton's CPU interpreter."""
     env = os.environ if environ is None else environ

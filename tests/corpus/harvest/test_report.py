@@ -11,7 +11,15 @@ from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.cluster import RunDone, cluster_totals
-from corpus.harvest.report import BestOfRun, RunSummary, format_duration, print_summary, timing_line
+from corpus.harvest.report import (
+    BestOfRun,
+    HarvestProgress,
+    RunSummary,
+    format_duration,
+    print_summary,
+    progress_line,
+    timing_line,
+)
 from corpus.harvest.settings import read_settings
 from corpus.terminal import ListingRow, grouped_listing
 
@@ -178,3 +186,46 @@ def test_durations_read_as_a_person_reads_them():
     assert format_duration(2 * 3600 + 5 * 60) == "2 h 05 min"
     assert format_duration(47 * 3600) == "47 h 00 min"
     assert format_duration(4919 * 86400 + 7 * 3600) == "4,919 days 07 h"  # not '118063 h 00 min'
+
+
+def _progress_of(outcome, console: Console) -> HarvestProgress:
+    """A harvest's progress display fed the runs of ``outcome`` as a harvest feeds it."""
+    progress = HarvestProgress(console, outcome.planned)
+    with progress:
+        for result in outcome.totals.results:
+            for row in result.rows:
+                progress.config_done(row["status"])
+            progress.run_done(result)
+    return progress
+
+
+def test_a_log_file_gets_a_line_per_finished_run_with_the_eta(harvest):
+    # a Slurm task or Kubernetes pod logs to a file, not a terminal: the bars were drawn once,
+    # at the end, so its log said nothing for hours
+    outcome, _ = harvest
+    console = Console(file=io.StringIO(), width=100, force_terminal=False)
+    _progress_of(outcome, console)
+    lines = console.file.getvalue().splitlines()
+    runs, configs = len(outcome.planned), sum(len(r.configs) for r in outcome.planned)
+    assert len(lines) == runs, lines
+    for k, line in enumerate(lines, 1):
+        assert re.match(rf"run {k}/{runs} \S.*: configs \d+/{configs} \(ok \d+, failed \d+, skipped \d+\), "
+                        r"\d+:\d\d:\d\d elapsed, eta \d+:\d\d:\d\d$", line), line
+    assert lines[-1].endswith("eta 0:00:00") and f"configs {configs}/{configs}" in lines[-1]
+
+
+def test_a_terminal_gets_the_bars_not_the_lines(harvest):
+    outcome, _ = harvest
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    _progress_of(outcome, console)
+    assert "run 1/" not in console.file.getvalue() and "eta" in console.file.getvalue()
+
+
+def test_the_progress_line_counts_failures_and_has_no_eta_before_a_config():
+    counts = {"ok": 3, "compile_error": 1, "skipped": 2}
+    line = progress_line(2, 5, "softmax M4 float32", 6, 12, counts, 30.0)
+    assert line == (
+        "run 2/5 softmax M4 float32: configs 6/12 (ok 3, failed 1, skipped 2), 0:00:30 elapsed, "
+        "eta 0:00:30"
+    )
+    assert progress_line(0, 5, "x", 0, 12, {}, 1.0).endswith("eta -")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 
 import pytest
 from rich.console import Console
@@ -104,6 +105,22 @@ def test_harvest_with_shard_auto_plans_the_environment_shard(tmp_path):
     )
     assert [r.run_id for r in auto.planned] == [r.run_id for r in explicit.planned]
     assert 0 < len(auto.planned) < len(everything.planned)
+
+
+def test_a_task_says_which_shard_shard_auto_gave_it(tmp_path):
+    # a Slurm task's log did not say which shard --shard auto resolved to (--array=1-7:2:
+    # task 5 is shard 2 of 4), nor which variables it read
+    env = {"HOME": str(tmp_path), "SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_COUNT": "4"}
+    env |= {"SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_STEP": "2"}
+    config = HarvestConfig(
+        str(tmp_path / "d"), families=("softmax",), dtypes=("float32",), max_configs=2,
+        device="cpu", dry_run=True, allow_empty=True, shard="auto",
+    )  # fmt: skip
+    console = Console(file=io.StringIO(), width=200)
+    run_harvest(config, read_settings(env), console)
+    printed = console.file.getvalue()
+    assert re.search(r"^shard +2/4 \(--shard auto: SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=1 "
+                     r"SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=4\)$", printed, re.M), printed
 
 
 @pytest.fixture(scope="module")
