@@ -67,6 +67,7 @@ from corpus.harvest.settings import (
     triton_cache_dir,
     worker_environments,
 )
+from corpus.harvest.shard_plans import ShardPlan, check_shard_plan
 from corpus.harvest.timing import l2_flush_bytes
 from corpus.harvest.workers import start_fork_server
 from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
@@ -364,8 +365,12 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     if execution.cache_dir is None:
         execution = replace(execution, cache_dir=triton_cache_dir(settings, toolchain))
     request = plan_request(config, interpreter, facts.model, toolchain, execution.target, execution.sm_count)
-    planned = shard(plan_runs(specs, request), index, count)
+    whole = plan_runs(specs, request)
+    planned = shard(whole, index, count)
     check_plan(planned, why_empty=_why_empty(config, interpreter), allow_empty=config.allow_empty)
+    split = ShardPlan.of(whole, count, config.command) if count > 1 else None
+    if split is not None and config.dry_run:  # the refusal the harvest would give, nothing recorded
+        check_shard_plan(config.out, index, split, record=False)
     known = committed_harvests(config.out) if config.claims_runs else set()  # before resume reads
     guide = load_guide(config, facts.arch, console, ir_target=execution.target)  # the model is loaded (and refused) before any work
     budgeted = guide is not None
@@ -384,6 +389,8 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         print_estimates(console, config, specs, request, here, benchmarked)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out, force=config.force_out)
+    if split is not None:  # shards given other selection flags would lose and repeat runs
+        check_shard_plan(config.out, index, split, record=True)
     print_start(console, resumed, facts, execution, config.out, notice, this_shard)
     if not todo:
         finish_interrupted(config, planned, console)

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import io
+import os
 import random
 import re
+import shutil
+from dataclasses import replace
 
 import pytest
 from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.checks import HarvestInputError
 from corpus.harvest.plan import PlanRequest, plan_runs, shard, shard_assignment
 from corpus.harvest.settings import SettingsError, array_shard, read_settings
+from corpus.harvest.shard_plans import RECORDS, ShardPlan, check_shard_plan
 from corpus.suite.registry import load_suite
+from schemas import read_table
 
 BALANCE_FACTOR = 1.05
 """Stated bound: on the default-scale plan split 8 ways, the most expensive shard's estimated
@@ -119,8 +125,12 @@ def test_a_task_says_which_shard_shard_auto_gave_it(tmp_path):
     console = Console(file=io.StringIO(), width=200)
     run_harvest(config, read_settings(env), console)
     printed = console.file.getvalue()
-    assert re.search(r"^shard +2/4 \(--shard auto: SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=1 "
-                     r"SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=4\)$", printed, re.M), printed
+    assert re.search(
+        r"^shard +2/4 \(--shard auto: SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=1 "
+        r"SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=4\)$",
+        printed,
+        re.M,
+    ), printed
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +188,69 @@ def test_ray_refuses_a_shard(tmp_path):
     config = HarvestConfig(str(tmp_path / "d"), shard=(0, 2), ray="local", device="cpu")
     with pytest.raises(HarvestError, match="--shard"):
         run_harvest(config, read_settings({"HOME": str(tmp_path)}), Console(file=io.StringIO()))
+
+
+def _records(out) -> list[str]:
+    directory = out / ".locks" / RECORDS
+    return sorted(os.listdir(directory)) if directory.is_dir() else []
+
+
+def test_a_shard_given_other_selection_flags_is_refused_before_any_work(tmp_path):
+    # shard 0/2 with --max-configs 2 and shard 1/2 with --max-configs 40 split the plan
+    # differently: on the tiny float32 plan 20 of 69 runs fell to no shard, 20 to both, and
+    # both shards said "harvest finished"
+    out = tmp_path / "d"
+    out.mkdir()
+    common = {
+        "families": ("softmax", "add_broadcast", "cumsum"),
+        "dtypes": ("float32",),
+        "device": "cpu",
+    }
+
+    def shard_of(index: int, max_configs: int, dry_run: bool) -> object:
+        config = HarvestConfig(
+            str(out),
+            shard=(index, 2),
+            max_configs=max_configs,
+            dry_run=True,
+            command=f"mc {max_configs}",
+            **common,
+        )
+        planned = run_harvest(config, read_settings(), Console(file=io.StringIO())).planned
+        if (
+            not dry_run
+        ):  # what the harvest records before it measures (the rest is tested elsewhere)
+            whole = run_harvest(
+                replace(config, shard=(0, 1)), read_settings(), Console(file=io.StringIO())
+            ).planned
+            check_shard_plan(str(out), index, ShardPlan.of(whole, 2, config.command), record=True)
+        return planned
+
+    shard_of(0, 2, dry_run=False)
+    assert len(_records(out)) == 1
+    with pytest.raises(
+        HarvestInputError,
+        match=r"--shard 1/2: .* unfinished harvest split into 2 shard\(s\) another way.*`mc 2`.*--max-configs",
+    ):
+        shard_of(1, 40, dry_run=True)  # the dry run says what the harvest would refuse
+    shard_of(1, 2, dry_run=False)  # the same plan: fine
+    shard_of(0, 6, dry_run=False)  # --max-configs 6 splits these runs as 2 does: harmless, accepted
+    assert len(_records(out)) == 1
+
+
+def test_a_finished_sharded_harvest_does_not_stop_the_next_one(reference_dataset, tmp_path):
+    out = tmp_path / "d"
+    shutil.copytree(reference_dataset, out)
+    done = sorted(r["run_id"] for r in read_table(str(out), "runs", columns=["run_id"]).to_pylist())
+    finished = ShardPlan(2, {run: i % 2 for i, run in enumerate(done)}, "first")
+    check_shard_plan(str(out), 0, finished, record=True)
+    unfinished = ShardPlan(
+        2, {**{run: (i + 1) % 2 for i, run in enumerate(done)}, "not-harvested": 0}, "second"
+    )
+    check_shard_plan(str(out), 1, unfinished, record=True)  # the first is finished: its record goes
+    assert _records(out) == [f"{unfinished.key}.json"]
+    other = ShardPlan(3, {done[0]: 2, "elsewhere": 0}, "third")
+    with pytest.raises(HarvestInputError, match=r"\(1 of its \d+ runs not committed.*`second`"):
+        check_shard_plan(str(out), 2, other, record=True)
+    disjoint = ShardPlan(2, {"a run of another device": 1}, "fourth")
+    check_shard_plan(str(out), 1, disjoint, record=True)  # shares no run with it: no harm
