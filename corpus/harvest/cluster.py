@@ -62,7 +62,14 @@ from corpus.harvest.identity import toolchain_fingerprint
 from corpus.harvest.plan import PlannedRun, plan_runs
 from corpus.harvest.report import RunSummary, print_plan, print_summary, progress_line
 from corpus.harvest.resume import ResumePlan, resume_plan
-from corpus.harvest.runner import CompilePool, Execution, Harvester, HarvestTotals, bench_settings
+from corpus.harvest.runner import (
+    MEASURED_ELSEWHERE,
+    CompilePool,
+    Execution,
+    Harvester,
+    HarvestTotals,
+    bench_settings,
+)
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environments
 from corpus.suite.spec import KernelSpec
@@ -601,6 +608,8 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
             if run is not None:
                 feed.done.append(value)
                 counts.update(value.by_status)
+                if not value.configs:  # another harvest committed it while the lane waited
+                    counts[MEASURED_ELSEWHERE] += len(run.configs)
                 # where the whole harvest stands (runs, configs, ETA), then this run's lane
                 line = progress_line(
                     len(feed.done), runs_total, value.label, sum(counts.values()),
@@ -628,7 +637,12 @@ def _requeue(feed: Feed, run: PlannedRun, index: int, console: Console) -> None:
 def cluster_totals(done: Sequence[RunDone]) -> HarvestTotals:
     """The harvest's counters summed over what the lanes returned (no rows: the driver holds
     none)."""
-    totals = HarvestTotals(runs_done=len(done), configs_done=sum(d.configs for d in done))
+    # a run another harvest committed whole while its lane waited for the claim comes back
+    # with no config: done, not measured here (it used to count in "harvest finished: N runs")
+    measured = sum(1 for d in done if d.configs)
+    totals = HarvestTotals(
+        runs_done=measured, configs_done=sum(d.configs for d in done), runs_elsewhere=len(done) - measured
+    )
     for run in done:
         for status, n in run.by_status.items():
             totals.by_status[status] = totals.by_status.get(status, 0) + n

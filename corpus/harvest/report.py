@@ -25,7 +25,7 @@ from rich.text import Text
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.plan import PlannedRun
 from corpus.harvest.resume import ResumePlan
-from corpus.harvest.runner import Execution, HarvestTotals, RunResult
+from corpus.harvest.runner import MEASURED_ELSEWHERE, Execution, HarvestTotals, RunResult
 from corpus.terminal import (
     ListingRow,
     grouped_listing,
@@ -61,12 +61,14 @@ def progress_line(
     and configs, its counts by status, the time so far and the ETA (the configs left at the
     rate so far)."""
     failed = sum(n for status, n in counts.items() if status in FAILED)
+    elsewhere = counts.get(MEASURED_ELSEWHERE, 0)
     left = max(0, configs_total - configs_done)
     eta = clock(elapsed_s * left / configs_done) if configs_done else "-"
     return (
         f"run {runs_done}/{runs_total} {label}: configs {configs_done}/{configs_total} "
         f"(ok {counts.get(Status.OK.value, 0)}, failed {failed}, skipped "
-        f"{counts.get(Status.SKIPPED.value, 0)}), {clock(elapsed_s)} elapsed, eta {eta}"
+        f"{counts.get(Status.SKIPPED.value, 0)}{f', by another harvest {elsewhere}' if elsewhere else ''}), "
+        f"{clock(elapsed_s)} elapsed, eta {eta}"
     )
 
 
@@ -423,9 +425,14 @@ def print_summary(
     if totals.workers_replaced:
         reasons = ", ".join(f"{why} x{count}" for why, count in Counter(totals.workers_replaced).most_common())
         facts.append(("workers", f"measure worker replaced {plural(len(totals.workers_replaced), 'time')}: {reasons}"))
+    elsewhere = (
+        f"; {plural(totals.runs_elsewhere, 'run')} committed by another harvest meanwhile (not measured here)"
+        if totals.runs_elsewhere
+        else ""
+    )
     console.print(
         f"\n[bold]harvest finished[/]: {plural(totals.runs_done, 'run')}, {plural(totals.configs_done, 'config')} "
-        f"in {format_duration(elapsed_s)} ({rate:.2f} configs/s)"
+        f"in {format_duration(elapsed_s)} ({rate:.2f} configs/s){elsewhere}"
     )
     print_trimmed(console, key_values(facts))
     if not runs:

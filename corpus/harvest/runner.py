@@ -150,6 +150,9 @@ class HarvestTotals:
 
     runs_done: int = 0
     configs_done: int = 0
+    runs_elsewhere: int = 0
+    """Runs of the plan that another harvest (a shard, a Ray harvest) committed whole while
+    this one waited for their claims: done, but not measured (nor counted in ``runs_done``)."""
     by_status: dict[str, int] = field(default_factory=dict)
     compile_s: float = 0.0
     bench_s: float = 0.0
@@ -647,6 +650,8 @@ class Harvester:
         for _ in configs:
             self.on_config(MEASURED_ELSEWHERE)
         if len(configs) == len(run.configs):
+            with self.write_lock:
+                self.totals.runs_elsewhere += 1
             self.on_run(RunResult(run, [], 0.0, 0.0))
 
     def _guide_run(self, run: PlannedRun, compiles: dict[str, Future[CompileOutcome]]) -> GuidedRun:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.app import HarvestConfig, HarvestOutcome, run_harvest
 from corpus.harvest.claims import RunClaims
 from corpus.harvest.cluster import (
     ACTOR_PREFIX,
@@ -178,10 +178,13 @@ def test_a_ray_lane_waits_for_a_run_another_harvest_measures(local_ray, tmp_path
     claims_a = RunClaims(str(out), known=())
     assert claims_a.claim(run, {}, own_harvest="a", before_waiting=lambda: None) is run
     errors: list[BaseException] = []
+    outcomes: list[HarvestOutcome] = []
+    printed = io.StringIO()
 
     def harvest_on_ray() -> None:
         try:
-            _harvest(out, families=(ONE_RUN_FAMILY,), ray="auto")
+            config = _config(out, families=(ONE_RUN_FAMILY,), ray="auto")
+            outcomes.append(run_harvest(config, read_settings(), Console(file=printed, width=200)))
         except BaseException as exc:
             errors.append(exc)
 
@@ -202,6 +205,10 @@ def test_a_ray_lane_waits_for_a_run_another_harvest_measures(local_ray, tmp_path
     others = [(r["run_id"], r["config_id"]) for r in rows if r["run_id"] != run.run_id]
     assert others and len(others) == len(set(others))  # the plan's other run: once, by a lane
     assert check_dataset(str(out)).ok
+    # the summary said "harvest finished: 2 runs", one of which A had measured
+    totals = outcomes[0].totals
+    assert totals is not None and (totals.runs_done, totals.runs_elsewhere) == (1, 1)
+    assert "; 1 run committed by another harvest meanwhile" in printed.getvalue()
 
 
 def test_a_ray_rerun_completes_an_interrupted_compaction_and_the_card(

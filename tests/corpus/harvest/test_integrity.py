@@ -471,10 +471,11 @@ def test_overlapping_harvests_never_measure_a_run_twice(tmp_path, monkeypatch, o
     claims_a = RunClaims(str(out), known=())
     assert claims_a.claim(run, {}, own_harvest="a", before_waiting=lambda: None) is run
     errors: list[BaseException] = []
+    outcomes = []
 
     def harvest_b() -> None:
         try:
-            _harvest(str(out), shard=one_run_shard)
+            outcomes.append(_harvest(str(out), shard=one_run_shard))
         except BaseException as exc:
             errors.append(exc)
 
@@ -493,6 +494,8 @@ def test_overlapping_harvests_never_measure_a_run_twice(tmp_path, monkeypatch, o
     assert measured.num_rows == len(run.configs)  # once, by A
     assert len(set(measured.column("harvest_id").to_pylist())) == 1
     assert check_dataset(str(out)).ok
+    totals = outcomes[0].totals  # B's summary says the run was done, but not by B
+    assert totals is not None and (totals.runs_done, totals.runs_elsewhere) == (0, 1)
 
 
 def test_a_rerun_completes_an_interrupted_compaction_and_the_card(tmp_path, monkeypatch):

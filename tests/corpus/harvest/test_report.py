@@ -229,3 +229,22 @@ def test_the_progress_line_counts_failures_and_has_no_eta_before_a_config():
         "eta 0:00:30"
     )
     assert progress_line(0, 5, "x", 0, 12, {}, 1.0).endswith("eta -")
+
+
+def test_a_run_another_harvest_committed_is_not_counted_as_done_here(harvest):
+    # a Ray lane that waited for a run's claim while a shard measured it returns it with no
+    # config: the driver counted it in "harvest finished: N runs" as if it had measured it
+    outcome, _ = harvest
+    measured = outcome.totals.results[0]
+    done = [
+        RunDone(measured.run.run_id, measured.run.label, "node-a", len(measured.rows), {"ok": len(measured.rows)}, 1.0,
+                summary=RunSummary.of(measured)),
+        RunDone("other", "softmax M4 float32", "node-a", 0, {}, 0.1),
+    ]  # fmt: skip
+    totals = cluster_totals(done)
+    assert (totals.runs_done, totals.runs_elsewhere) == (1, 1)
+    text = render(200, lambda c: print_summary(c, totals, 5.0, "d", runs=[done[0].summary]))
+    assert "harvest finished: 1 run, " in text
+    assert "; 1 run committed by another harvest meanwhile (not measured here)" in text
+    line = progress_line(2, 2, "x", 4, 4, {"ok": 2, "measured by another harvest": 2}, 1.0)
+    assert "(ok 2, failed 0, skipped 0, by another harvest 2)" in line
