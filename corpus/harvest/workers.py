@@ -170,9 +170,15 @@ def _serve(
         if request is None:
             return
         try:
-            connection.send(("ok", handler(request)))
-        except BaseException:
-            connection.send(("error", traceback.format_exc(limit=8)))
+            try:
+                connection.send(("ok", handler(request)))
+            except BaseException:
+                connection.send(("error", traceback.format_exc(limit=8)))
+        except (BrokenPipeError, ConnectionResetError):
+            # the harvest that asked is gone (SIGKILLed, or it closed the pipe): nobody to
+            # answer. Raised on, it printed two BrokenPipeError tracebacks into the job's log
+            # ("Process compile-1: ...") after a killed harvest, as if the worker had failed.
+            return
 
 
 class WorkerProcess:

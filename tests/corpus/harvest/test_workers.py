@@ -214,6 +214,20 @@ def test_workers_die_with_their_parent(tmp_path):
     assert wait_gone(child, timeout_s=10), f"worker {child} outlived its SIGKILLed parent"
 
 
+def test_a_worker_whose_harvest_is_gone_exits_quietly():
+    """The harvest was SIGKILLed while a compile worker worked: the worker's answer met a
+    closed pipe, and it died of two BrokenPipeError tracebacks printed into the job's log
+    (exit code 1). Now it has nobody to answer and exits cleanly."""
+    worker = WorkerProcess("t", f"{__name__}:echo_factory", 1, {})
+    worker.start()
+    process, connection = worker._take()
+    assert process is not None and connection is not None
+    connection.send("nap")  # the worker answers in a second
+    connection.close()  # as the pipe of a killed harvest
+    process.join(timeout=30)
+    assert process.exitcode == 0
+
+
 def process_exists(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
     try:
