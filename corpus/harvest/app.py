@@ -61,6 +61,8 @@ from corpus.harvest.runner import (
 )
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import (
+    K8S_INDEX,
+    SLURM_TASK_ID,
     Settings,
     array_shard,
     array_source,
@@ -346,6 +348,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         from corpus.harvest.cluster import harvest_on_ray  # Ray is an optional extra
 
         return harvest_on_ray(config, console)
+    lock_hint = array_hint(config.shard, settings)
     index, count = resolve_shard(config.shard, settings)  # a bad environment stops us first
     # a task's log says which shard it is, and for --shard auto which array task
     this_shard = shard_text(index, count, array_source(settings) if config.shard == "auto" else None)
@@ -400,7 +403,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     # from measuring a run at once; workers' scratch files live in a directory this process
     # owns and removes, even when it had to kill a worker.
     writer_id = new_writer_id()
-    with harvesting(config, planned, writer_id, console), scratch_directory() as scratch:
+    with harvesting(config, planned, writer_id, console, lock_hint), scratch_directory() as scratch:
         progress = HarvestProgress(console, todo)
         harvester = Harvester(
             execution,
@@ -425,15 +428,16 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
 
 @contextlib.contextmanager
 def harvesting(
-    config: HarvestConfig, planned: list[PlannedRun], writer_id: str, console: Console
+    config: HarvestConfig, planned: list[PlannedRun], writer_id: str, console: Console, lock_hint: str = ""
 ) -> Iterator[None]:
     """Around a harvest's measuring (the body): hold the plan lock (:func:`harvest_lock`),
     record ``writer_id`` as pending (:mod:`corpus.harvest.pending`) before the body writes, and
     when the body returns, do the last step (:func:`finish`) for the files whose names start
     with ``writer_id`` and those of killed harvests of the plan, then clear their record. A
     body that raises leaves the record, so a rerun finishes the job. ``writer_id``: the one
-    writer of a local harvest, or the prefix every lane writer of a Ray harvest shares."""
-    with harvest_lock(config.out, planned, allow_repeat=config.allow_repeat) as lock_warning:
+    writer of a local harvest, or the prefix every lane writer of a Ray harvest shares.
+    ``lock_hint``: ends the refusal when an identical harvest holds the plan lock."""
+    with harvest_lock(config.out, planned, allow_repeat=config.allow_repeat, hint=lock_hint) as lock_warning:
         if lock_warning:
             console.print(f"[yellow]warning[/]: {lock_warning}", soft_wrap=True)
         pending = None if config.allow_repeat else PendingFinish.of(config.out, plan_lock_name(planned))
@@ -526,6 +530,20 @@ def load_guide(
         console.print(Text.assemble(("warning", "yellow"), message), soft_wrap=True)
         return None
     return RunGuide(model, budget)
+
+
+def array_hint(shard: tuple[int, int] | str, settings: Settings) -> str:
+    """For the refusal of a second identical harvest: a harvest of the whole plan (no
+    ``--shard``) in a task of a Slurm job array or Kubernetes Indexed Job is most likely one
+    of many tasks given the same command, which all plan the same runs; every task but the
+    first stopped with "another harvest of the same runs is writing", which pointed at
+    ``--allow-repeat`` rather than at the missing ``--shard auto``. Empty otherwise."""
+    if shard != (0, 1) or not ({SLURM_TASK_ID, K8S_INDEX} & set(settings.array_env)):
+        return ""
+    return (
+        f". This process is a task of a job array ({array_source(settings)}): tasks given the "
+        "same command harvest the same whole plan; add --shard auto to split it between them"
+    )
 
 
 def resolve_shard(shard: tuple[int, int] | str, settings: Settings) -> tuple[int, int]:

@@ -120,13 +120,13 @@ def plan_lock_name(planned: Sequence[PlannedRun]) -> str:
 
 @contextlib.contextmanager
 def harvest_lock(
-    out: str, planned: Sequence[PlannedRun], *, allow_repeat: bool
+    out: str, planned: Sequence[PlannedRun], *, allow_repeat: bool, hint: str = ""
 ) -> Iterator[str | None]:
     """Hold the advisory lock of (``out``, plan) while the harvest runs.
 
     A second identical harvest into the same dataset stops with HarvestInputError unless
-    ``allow_repeat``. Yields a warning line for the user when no lock could be taken (a
-    non-local ``out``), else None.
+    ``allow_repeat`` (``hint``, when given, ends its message). Yields a warning line for the
+    user when no lock could be taken (a non-local ``out``), else None.
     """
     if allow_repeat:
         yield None
@@ -146,4 +146,5 @@ def harvest_lock(
         raise HarvestInputError(
             f"another harvest of the same runs is writing into {out}: {exc.holder or 'its lock is held'}. "
             "Let it finish (then rerun to resume), or pass --allow-repeat to harvest them again beside it"
+            + hint
         ) from None

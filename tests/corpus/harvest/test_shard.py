@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from corpus.harvest.app import HarvestConfig, run_harvest
-from corpus.harvest.checks import HarvestInputError
+from corpus.harvest.checks import HarvestInputError, harvest_lock
 from corpus.harvest.plan import PlanRequest, plan_runs, shard, shard_assignment
 from corpus.harvest.settings import SettingsError, array_shard, read_settings
 from corpus.harvest.shard_plans import RECORDS, ShardPlan, check_shard_plan
@@ -254,3 +254,22 @@ def test_a_finished_sharded_harvest_does_not_stop_the_next_one(reference_dataset
         check_shard_plan(str(out), 2, other, record=True)
     disjoint = ShardPlan(2, {"a run of another device": 1}, "fourth")
     check_shard_plan(str(out), 1, disjoint, record=True)  # shares no run with it: no harm
+
+
+def test_array_tasks_without_shard_auto_are_told_to_add_it(tmp_path):
+    # a Slurm array whose command lacks --shard auto: every task plans the whole plan, and all
+    # but the first stopped with "another harvest of the same runs is writing ... pass
+    # --allow-repeat", which hid the missing flag
+    out = tmp_path / "d"
+    env = {"HOME": str(tmp_path), "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "2"}
+    config = HarvestConfig(str(out), families=("softmax",), dtypes=("float32",), max_configs=1, device="cpu")
+    planned = run_harvest(replace(config, dry_run=True), read_settings(env), Console(file=io.StringIO())).planned
+    with harvest_lock(str(out), planned, allow_repeat=False), pytest.raises(HarvestInputError) as refused:
+        run_harvest(config, read_settings(env), Console(file=io.StringIO()))  # task 0 still runs
+    message = str(refused.value)
+    assert "another harvest of the same runs is writing" in message
+    assert "a task of a job array (SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2)" in message
+    assert message.endswith("add --shard auto to split it between them")
+    with harvest_lock(str(out), planned, allow_repeat=False), pytest.raises(HarvestInputError) as plain:
+        run_harvest(config, read_settings({"HOME": str(tmp_path)}), Console(file=io.StringIO()))
+    assert "--shard auto" not in str(plain.value)  # not in a job array: no such hint
