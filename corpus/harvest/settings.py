@@ -91,11 +91,14 @@ SLURM_TASK_ID = "SLURM_ARRAY_TASK_ID"
 SLURM_TASK_COUNT = "SLURM_ARRAY_TASK_COUNT"
 SLURM_TASK_MIN = "SLURM_ARRAY_TASK_MIN"
 SLURM_TASK_STEP = "SLURM_ARRAY_TASK_STEP"
+SLURM_TASK_MAX = "SLURM_ARRAY_TASK_MAX"
 K8S_INDEX = "JOB_COMPLETION_INDEX"
 SHARD_COUNT = "KERNEL_CORPUS_SHARD_COUNT"
 """The shard count of a Kubernetes Indexed Job: set it to the Job's ``completions`` (Kubernetes
 exports each pod's index but not the count)."""
-ARRAY_VARIABLES = (SLURM_TASK_ID, SLURM_TASK_COUNT, SLURM_TASK_MIN, SLURM_TASK_STEP, K8S_INDEX, SHARD_COUNT)
+ARRAY_VARIABLES = (
+    SLURM_TASK_ID, SLURM_TASK_COUNT, SLURM_TASK_MIN, SLURM_TASK_STEP, SLURM_TASK_MAX, K8S_INDEX, SHARD_COUNT
+)  # fmt: skip
 
 
 def _integer(env: Mapping[str, str], name: str, default: int | None = None) -> int:
@@ -124,6 +127,17 @@ def array_shard(settings: Settings) -> tuple[int, int]:
             raise SettingsError(
                 f"--shard auto: {SLURM_TASK_ID}={task} is not {SLURM_TASK_MIN}={first} plus a "
                 f"multiple of {SLURM_TASK_STEP}={step}"
+            )
+        last = _integer(env, SLURM_TASK_MAX, first + step * (count - 1))
+        if last != first + step * (count - 1):
+            # a list of ids (--array=0-3,5 or 0,2,7): its tasks cannot be numbered 0..N-1 from
+            # the first id and the step; some would harvest a shard, others stop, and the
+            # shards of the latter would be missing from the dataset
+            raise SettingsError(
+                f"--shard auto: the job array's ids are not evenly spaced ({SLURM_TASK_MIN}={first}, "
+                f"{SLURM_TASK_MAX}={last}, {SLURM_TASK_STEP}={step}, {SLURM_TASK_COUNT}={count}), "
+                "so its tasks cannot be numbered as shards: use a range (--array=0-15 or "
+                "--array=1-31:2), or give each task --shard i/N"
             )
         index, source = (task - first) // step, f"{SLURM_TASK_ID}={task}"
     elif K8S_INDEX in env:

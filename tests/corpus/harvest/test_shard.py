@@ -49,6 +49,19 @@ def test_slurm_array_variables_give_the_shard():
     ]
 
 
+def test_a_slurm_array_of_uneven_ids_is_refused_by_every_task():
+    # --array=0-3,5: 5 tasks, ids 0..3 and 5 (MIN 0, MAX 5, COUNT 5); with a step of 1, ids
+    # 0..3 harvested shards 0..3 and id 5 alone stopped (shard 5 of 5), so shard 4 was never
+    # harvested. Every task now stops, naming the variables.
+    uneven = {"SLURM_ARRAY_TASK_COUNT": "5", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "5"}
+    for task in ("0", "3", "5"):
+        with pytest.raises(SettingsError, match=r"not evenly spaced .*SLURM_ARRAY_TASK_MAX=5"):
+            _shard_of(SLURM_ARRAY_TASK_ID=task, SLURM_ARRAY_TASK_STEP="1", **uneven)
+    # --array=1-7:2 as Slurm exports it: fine
+    even = {"SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "7"}
+    assert _shard_of(SLURM_ARRAY_TASK_ID="7", SLURM_ARRAY_TASK_STEP="2", **even) == (3, 4)
+
+
 def test_kubernetes_indexed_job_variables_give_the_shard():
     assert _shard_of(JOB_COMPLETION_INDEX="3", KERNEL_CORPUS_SHARD_COUNT="8") == (3, 8)
 
