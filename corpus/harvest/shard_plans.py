@@ -34,7 +34,7 @@ from corpus.harvest.claims import committed_harvests
 from corpus.harvest.plan import PlannedRun, shard_assignment
 from schemas.errors import DatasetError
 from schemas.identity import content_hash
-from schemas.locking import LOCK_DIR, dataset_lock, holder_line, is_lockable
+from schemas.locking import LOCK_DIR, dataset_lock, holder_line, is_lockable, read_record
 from schemas.storage import resolve
 
 RECORDS = "shard-plans"
@@ -77,8 +77,10 @@ def _records(directory: str) -> list[tuple[str, ShardPlan]]:
             continue
         path = posixpath.join(directory, name)
         try:
-            with open(path) as handle:
-                data = json.load(handle)
+            text = read_record(path)  # never through a link, never a FIFO (DatasetError)
+            if text is None:
+                continue  # removed meanwhile
+            data = json.loads(text)
             plan = ShardPlan(
                 int(data["count"]),
                 {str(k): int(v) for k, v in data["runs"].items()},
