@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from corpus.harvest.pending import PendingFinish
 from schemas.errors import DatasetError
+from tests.fifo import raised_beside_fifo
 
 
 def test_writer_ids_are_recorded_and_removed(tmp_path: Path) -> None:
@@ -40,18 +40,5 @@ def test_a_fifo_in_place_of_the_record_is_refused_without_hanging(tmp_path: Path
     (tmp_path / ".locks").mkdir()
     pending = PendingFinish(str(tmp_path), "harvest-plan")
     os.mkfifo(pending.path)
-    outcome: list[BaseException | list[str]] = []
-
-    def read() -> None:
-        try:
-            outcome.append(pending.writers())
-        except BaseException as exc:  # handed to the test's thread
-            outcome.append(exc)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(timeout=10)
-    if reader.is_alive():  # unblock the reader before failing: open a writer end once
-        os.close(os.open(pending.path, os.O_WRONLY | os.O_NONBLOCK))
-        pytest.fail("reading the record hung on a FIFO")
-    assert isinstance(outcome[0], DatasetError) and "not a regular file" in str(outcome[0])
+    raised = raised_beside_fifo(pending.writers, Path(pending.path))
+    assert isinstance(raised, DatasetError) and "not a regular file" in str(raised)

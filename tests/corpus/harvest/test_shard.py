@@ -291,28 +291,13 @@ def test_array_tasks_without_shard_auto_are_told_to_add_it(tmp_path):
 def test_a_fifo_among_the_shard_plan_records_is_refused_without_hanging(tmp_path) -> None:
     """The records travel with a copied dataset; one read with a plain open() hung the harvest
     when it was a FIFO (and read another file's plan through a link)."""
-    import threading
-
     from schemas.errors import DatasetError
     from schemas.locking import LOCK_DIR
+    from tests.fifo import raised_beside_fifo
 
     records = tmp_path / LOCK_DIR / RECORDS
     records.mkdir(parents=True)
     os.mkfifo(records / "other.json")
     plan = ShardPlan(2, {"run-a": 0, "run-b": 1}, "python -m corpus.harvest --shard 0/2")
-    outcome: list[BaseException | None] = []
-
-    def check() -> None:
-        try:
-            check_shard_plan(str(tmp_path), 0, plan, record=True)
-            outcome.append(None)
-        except BaseException as exc:  # handed to the test's thread
-            outcome.append(exc)
-
-    checker = threading.Thread(target=check, daemon=True)
-    checker.start()
-    checker.join(timeout=10)
-    if checker.is_alive():  # unblock the reader before failing: open a writer end once
-        os.close(os.open(records / "other.json", os.O_WRONLY | os.O_NONBLOCK))
-        pytest.fail("checking the shard plans hung on a FIFO")
-    assert isinstance(outcome[0], DatasetError) and "not a regular file" in str(outcome[0])
+    raised = raised_beside_fifo(lambda: check_shard_plan(str(tmp_path), 0, plan, record=True), records / "other.json")
+    assert isinstance(raised, DatasetError) and "not a regular file" in str(raised)
