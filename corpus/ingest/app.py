@@ -206,7 +206,7 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     Rows left that differ (another version of the importer) are refused before anything is
     written, naming the run."""
     committed = committed_harvests(out)
-    left = _uncommitted_measurements(out)
+    left = _uncommitted_measurements(out, committed)
     occurrences: Counter[str] = Counter()
     todo: list[tuple[RunRows, bool]] = []
     for run in runs:
@@ -248,19 +248,27 @@ def _identities(rows: list[dict[str, Any]] | pa.Table) -> list[tuple[Any, ...]]:
     return sorted(tuple(str(row.get(name)) for name in names) for row in records)
 
 
-def _uncommitted_measurements(out: str) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
+def _uncommitted_measurements(
+    out: str, committed: set[tuple[str, str]]
+) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
     """(run_id, harvest_id) -> :func:`_identities` of ``out``'s measurement rows whose run has
-    no ``runs`` row (an interrupted writer's)."""
+    no ``runs`` row (an interrupted writer's; ``committed``: the committed runs' keys). Only
+    those rows reach Python: a large dataset usually holds none."""
     names = list(TABLES["measurements"].identity)
     stored = read_existing(out, "measurements", names, committed_only=False)
     if stored is None or stored.num_rows == 0:
         return {}
-    committed = committed_harvests(out)
+    keys = list(committed)
+    committed_keys = pa.table(
+        {
+            "run_id": pa.array([run for run, _ in keys], stored.schema.field("run_id").type),
+            "harvest_id": pa.array([harvest for _, harvest in keys], stored.schema.field("harvest_id").type),
+        }
+    )
+    uncommitted = stored.join(committed_keys, keys=["run_id", "harvest_id"], join_type="left anti")
     by_run: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in stored.to_pylist():
-        key = (row["run_id"], row["harvest_id"])
-        if key not in committed:
-            by_run.setdefault(key, []).append(row)
+    for row in uncommitted.to_pylist():
+        by_run.setdefault((row["run_id"], row["harvest_id"]), []).append(row)
     return {key: _identities(rows) for key, rows in by_run.items()}
 
 
