@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from schemas.card import Card, card_losses, read_card
 from schemas.errors import DatasetError, MixedTimingError, StorageError
-from schemas.harvests import TIMED_AS, one_harvest
+from schemas.harvests import TIMED_AS, one_harvest, timed_alike
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import live_holders, maintenance_lock
 from schemas.reader import (
@@ -444,8 +444,10 @@ def _check_timing_views(measurements: pa.Table, runs: pa.Table, report: CheckRep
     """Runs whose one-row-per-config views (``harvests='latest'``/``'pooled'``, what ``python
     -m train`` reads) are refused because their configs were timed in different ways: the
     rows are sound, but training on them needs another harvest."""
-    rows = measurements.select(["run_id", "harvest_id", "config_id", "status"])
     recency = runs.select(["run_id", "harvest_id", "finished_at", *TIMED_AS])
+    if timed_alike(recency):  # every run timed one way: no view can mix ways
+        return
+    rows = measurements.select(["run_id", "harvest_id", "config_id", "status"])
     try:
         one_harvest("measurements", rows, "latest", recency)
     except MixedTimingError as exc:

@@ -158,11 +158,12 @@ def one_harvest(
     latest = rows.take(groups.latest)
     if table == "runs":
         return latest
-    if not _timed_alike(recency):
+    alike = timed_alike(recency)
+    if not alike:
         _refuse_mixed_timing(rows, groups.latest, recency, harvests)
     if harvests == "latest":
         return latest
-    return _pool(rows, latest, groups.members, None if _timed_alike(recency) else _timed_as(rows, recency))
+    return _pool(rows, latest, groups.members, None if alike else _timed_as(rows, recency))
 
 
 def refuse_mixed_timing(rows: pa.Table, recency: pa.Table) -> None:
@@ -170,11 +171,11 @@ def refuse_mixed_timing(rows: pa.Table, recency: pa.Table) -> None:
     with run_id, harvest_id and status; every harvest's, as ``harvests='all'`` reads them) were
     timed in different ways: for a reader that compares all of a run's rows with each other
     (``python -m train --harvests all``). ``recency``: the runs' keys and :data:`TIMED_AS`."""
-    if not _timed_alike(recency):
+    if not timed_alike(recency):
         _refuse_mixed_timing(rows, pa.array(range(rows.num_rows), pa.int64()), recency, "all")
 
 
-def _timed_alike(recency: pa.Table | None) -> bool:
+def timed_alike(recency: pa.Table | None) -> bool:
     """Whether every committed run in ``recency`` was timed the same way (or ``recency`` does
     not say): then no run can mix ways, and nothing needs comparing row by row (the common
     case, and a cheap one: one row per run)."""
