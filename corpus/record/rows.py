@@ -230,10 +230,18 @@ def _compiled(
 ) -> CompileOutcome:
     """IR graphs, static stats and compile time of one config (an empty outcome without a
     compiler), compiled with the arguments that config launched with (its hooks replayed on
-    copies, see :mod:`corpus.record.replay`). A config that does not compile for the target
-    keeps its bench outcome; only its IR is missing, and ``stats_note`` says why."""
+    copies, see :mod:`corpus.record.replay`). A config that does not compile for the target,
+    or whose ``ir_override`` replaces what its source compiles to, keeps its bench outcome;
+    only its IR is missing, and ``stats_note`` says why."""
     if context.compiler is None:
         return CompileOutcome(Status.OK.value)
+    if (override := getattr(triton_config, "ir_override", None)) is not None:
+        # The launch ran the IR in that file, not what the kernel's source compiles to: the
+        # source's IR would describe another program, silently.
+        outcome = CompileOutcome(Status.OK.value)
+        note = f"IR not recorded: the config replaces its IR (ir_override={Path(str(override)).name})"
+        outcome.stats["stats_note"] = publishable_message(note)
+        return outcome
     try:
         args = config_arguments(event.autotuner, triton_config, event.args)
     except HookReplayError as exc:

@@ -129,3 +129,36 @@ def test_a_boolean_autotune_key_is_a_problem_flag() -> None:
     assert run["problem_flags"] == [{"name": "fast", "value": 0}]
     # a flag is no size: problem_dims holds the sizes only, as a harvest's (before: fast too)
     assert run["problem_dims"] == [{"name": "n_elements", "value": 100}]
+
+
+def test_a_config_whose_ir_is_overridden_records_no_ir_of_its_source(tmp_path) -> None:
+    """``triton.Config(ir_override=FILE)`` launches the IR in FILE: the IR the kernel's source
+    compiles to would describe a program that never ran. The gap: the recorder compiled the
+    source for every config and stored that IR, silently."""
+    import triton
+
+    from corpus.record.compiled import compile_config
+    from corpus.record.rows import kernel_function
+
+    tuner = workload.gelu_kernel
+    plain = tuner.configs[1]
+    first = tuner.configs[0]
+    overridden = triton.Config(
+        dict(first.kwargs), num_warps=first.num_warps, num_stages=first.num_stages,
+        ir_override=str(tmp_path / "gelu.ttgir"),
+    )  # fmt: skip
+    event = replace(
+        _gelu_event([[0.02, 0.019, 0.021], [0.03, 0.029, 0.031]], cache_hit=False),
+        timings={overridden: [0.02, 0.019, 0.021], plain: [0.03, 0.029, 0.031]},
+    )
+    context = replace(
+        CONTEXT,
+        compiler=lambda fn, args, config: compile_config(
+            kernel_function(fn), args, config, "sm_90", always_compile=True
+        ),
+    )
+    rows = {m["config_id"]: m for m in event_rows(event, context, STARTED, {}).measurements}
+    kept = rows[as_config(overridden).id]
+    assert kept["status"] == "ok" and kept["median_ms"] == 0.02  # the timing stays
+    assert kept.get("ttgir_id") is None and "ir_override=gelu.ttgir" in kept["stats_note"]
+    assert rows[as_config(plain).id].get("ttgir_id") is not None  # its source is what ran
