@@ -133,7 +133,11 @@ def load_samples(
         raise ValueError(f"level {level!r} is not one of {', '.join(LEVELS)}")
     if harvests not in HARVEST_MODES:
         raise ValueError(f"harvests {harvests!r} is not one of {', '.join(HARVEST_MODES)}")
-    runs = pl.from_arrow(read_table(data, "runs", columns=list(RUN_COLUMNS), harvests=harvests))
+    # harvests="all" compares every harvest's rows of a run: their runs' timing settings come
+    # along in the one read of runs, to refuse a run timed in different ways below.
+    run_columns = list(dict.fromkeys([*RUN_COLUMNS, *(TIMED_AS if harvests == "all" else ())]))
+    stored_runs = read_table(data, "runs", columns=run_columns, harvests=harvests)
+    runs = pl.from_arrow(stored_runs)
     stored = read_table(data, "measurements", columns=list(MEASUREMENT_COLUMNS), harvests=harvests)
     measurements = pl.from_arrow(stored)
     assert isinstance(runs, pl.DataFrame) and isinstance(measurements, pl.DataFrame)
@@ -146,9 +150,9 @@ def load_samples(
     if harvests == "all":
         # the run's rows are ranked against each other (its best, normalized runtimes): one
         # timer only ('latest' and 'pooled' are refused the same way by the reader)
-        timings = read_table(data, "runs", columns=["run_id", "harvest_id", *TIMED_AS])
+        timings = stored_runs.select(["run_id", "harvest_id", *TIMED_AS])
         refuse_mixed_timing(stored.select(["run_id", "harvest_id", "status"]), timings)
-        joined = measurements.join(runs, on=["run_id", "harvest_id"], how="inner")
+        joined = measurements.join(runs.select(RUN_COLUMNS), on=["run_id", "harvest_id"], how="inner")
     else:
         # One runs row per run_id (its latest harvest); a run resumed per config may have
         # measurements from an earlier harvest, which keep their own harvest_id.
