@@ -19,6 +19,7 @@ from schemas.errors import (
     SchemaMismatchError,
     SchemaVersionError,
     StorageError,
+    TableNotFoundError,
     UnknownStorageError,
     WriteFailedError,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "SchemaVersionError",
     "Status",
     "StorageError",
+    "TableNotFoundError",
     "Timer",
     "UnknownStorageError",
     "WriteFailedError",

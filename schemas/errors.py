@@ -7,6 +7,13 @@ class DatasetError(Exception):
     """A dataset cannot be read or written as asked (missing table, bad rows, ...)."""
 
 
+class TableNotFoundError(DatasetError):
+    """A table's directory does not exist (a new dataset, or not a dataset root). Only this
+    error means "no rows yet": callers that treat a missing table as empty must catch it, never
+    a plain :class:`DatasetError`, whose other kinds (an unreadable file, a newer version) stand
+    for rows that exist but cannot be read."""
+
+
 class CorruptFileError(DatasetError):
     """A Parquet file cannot be read (truncated, not Parquet, bad footer)."""
 

@@ -24,7 +24,13 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from schemas.errors import CorruptFileError, DatasetError, FileVanishedError, UnknownStorageError
+from schemas.errors import (
+    CorruptFileError,
+    DatasetError,
+    FileVanishedError,
+    TableNotFoundError,
+    UnknownStorageError,
+)
 from schemas.tables import TABLES
 
 META_VERSION = b"kernel_corpus.schema_version"
@@ -79,12 +85,12 @@ class FileStat:
 
 
 def list_files(loc: Location, table: str) -> list[FileStat]:
-    """Visible Parquet files of a table, sorted by path. Raises DatasetError if the table is
-    absent."""
+    """Visible Parquet files of a table, sorted by path. Raises TableNotFoundError if the table
+    is absent."""
     table_dir = loc.table_dir(table)
     info = loc.fs.get_file_info(table_dir)
     if info.type != pafs.FileType.Directory:
-        raise DatasetError(
+        raise TableNotFoundError(
             f"{loc.url}: table directory {table!r} not found at {table_dir}{not_a_root_hint(loc)}"
         )
     selector = pafs.FileSelector(table_dir, recursive=True)
@@ -177,8 +183,8 @@ def list_strays(loc: Location, table: str) -> list[str]:
 
 
 def list_parquet(loc: Location, table: str) -> list[str]:
-    """Paths of the visible Parquet files of a table, sorted. Raises DatasetError if the table
-    is absent."""
+    """Paths of the visible Parquet files of a table, sorted. Raises TableNotFoundError if the
+    table is absent."""
     return [f.path for f in list_files(loc, table)]
 
 

@@ -35,7 +35,7 @@ import torch
 from safetensors.numpy import load_file, save_file
 from torch_geometric.data import Data
 
-from schemas import SCHEMA_VERSION, DatasetError, read_table
+from schemas import SCHEMA_VERSION, DatasetError, TableNotFoundError, read_table
 from schemas.check import GRAPH_SIZES, graph_size_problems
 from schemas.storage import list_parquet, resolve
 from schemas.tables import IR_EDGES, IR_NODES
@@ -82,7 +82,7 @@ def dataset_fingerprint(data: str) -> list[tuple[str, int, int]]:
     for table in TABLES_READ:
         try:
             paths = list_parquet(loc, table)
-        except DatasetError:
+        except TableNotFoundError:
             continue
         for info in loc.fs.get_file_info(paths):
             mtime = (

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from schemas import DatasetError, Status, read_table
+from schemas import DatasetError, Status, TableNotFoundError, read_table
 from schemas.harvests import HARVEST_MODES, TIMED_AS, refuse_mixed_timing
 from schemas.values import measurement_value_problems
 
@@ -170,10 +170,8 @@ def _graph_counts(data: str, level: str) -> pl.DataFrame:
     columns = ["ir_id", *GRAPH_COUNT_COLUMNS]
     try:
         table = read_table(data, "ir_graphs", columns=columns, filters=[("level", "=", level)])
-    except DatasetError as exc:
-        if type(exc) is not DatasetError:  # corrupt, newer, mismatched files: never hidden
-            raise
-        # The plain error means no ir_graphs directory at all: samples carry null counts.
+    except TableNotFoundError:  # corrupt, newer, mismatched files raise: never hidden
+        # No ir_graphs directory at all: samples carry null counts.
         table = None
     graphs = (
         pl.from_arrow(table)

@@ -23,7 +23,7 @@ import posixpath
 import secrets
 from collections.abc import Iterable
 
-from schemas.errors import DatasetError
+from schemas.errors import DatasetError, TableNotFoundError
 from schemas.locking import LOCK_DIR, is_lockable, read_record
 from schemas.storage import list_parquet, resolve
 from schemas.tables import TABLES
@@ -89,7 +89,7 @@ def files_of(out: str, writer_ids: Iterable[str]) -> list[str]:
     for table in TABLES:
         try:
             paths = list_parquet(loc, table)
-        except DatasetError:  # a table this dataset does not have (yet)
+        except TableNotFoundError:  # a table this dataset does not have (yet)
             continue
         found += [p for p in paths if posixpath.basename(p).startswith(prefixes)]
     return found

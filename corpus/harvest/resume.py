@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from corpus.harvest.plan import PlannedRun
-from schemas import DatasetError, read_table
+from schemas import TableNotFoundError, read_table
 from schemas.reader import Filters
 
 BENCH_SETTINGS = ("timer", "timing_passes", "reps_per_pass", "warmup", "l2_flush_bytes")
@@ -73,15 +73,14 @@ def read_existing(
 ) -> pa.Table | None:
     """``columns`` of ``table`` in the dataset at ``out`` (rows matching ``filters``; with
     ``committed_only=False`` measurements of uncommitted runs too), or None when the table
-    does not exist yet (a new dataset); any other DatasetError is raised."""
+    does not exist yet (a new dataset); any other DatasetError is raised: a file that cannot
+    be read holds committed rows, and taking it for no rows would measure or import them again."""
     try:
         return read_table(
             out, table, columns=list(columns), filters=filters, committed_only=committed_only
         )
-    except DatasetError as exc:
-        if "not found" in str(exc):
-            return None
-        raise
+    except TableNotFoundError:
+        return None
 
 
 def _read(out: str, table: str, columns: Sequence[str]) -> list[dict[str, Any]]:
