@@ -128,29 +128,44 @@ def cache_key(
 
 
 def read_ir_tables(data: str, level: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``ir_nodes`` and ``ir_edges`` rows of ``level`` (empty frames when the dataset stores no
-    IR graphs, e.g. every compile failed)."""
-    loc = resolve(data)
-    if loc.fs.get_file_info(loc.table_dir("ir_nodes")).type != pafs.FileType.Directory:
-        return (
-            _frame(IR_NODES.empty_table().select(list(NODE_COLUMNS))),
-            _frame(IR_EDGES.empty_table().select(list(EDGE_COLUMNS))),
-        )
-    level_filter = [("level", "=", level)]
-    nodes = read_table(data, "ir_nodes", columns=list(NODE_COLUMNS), filters=level_filter)
-    edges = read_table(data, "ir_edges", columns=list(EDGE_COLUMNS), filters=level_filter)
-    return _frame(nodes), _frame(edges)
+    """``ir_nodes`` and ``ir_edges`` rows of ``level`` (an empty frame for a table the dataset
+    does not have, e.g. every compile failed: :func:`require_whole_graphs` refuses that when
+    samples name graphs)."""
+    return (
+        _ir_rows(data, "ir_nodes", IR_NODES.empty_table().select(list(NODE_COLUMNS)), level),
+        _ir_rows(data, "ir_edges", IR_EDGES.empty_table().select(list(EDGE_COLUMNS)), level),
+    )
+
+
+def _ir_rows(data: str, table: str, empty: pa.Table, level: str) -> pl.DataFrame:
+    try:
+        rows = read_table(data, table, columns=empty.column_names, filters=[("level", "=", level)])
+    except TableNotFoundError:
+        rows = empty
+    return _frame(rows)
+
+
+IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
 
 
 def require_whole_graphs(data: str, level: str, samples: pl.DataFrame, nodes: pl.DataFrame, edges: pl.DataFrame) -> None:
     """Refuse (DatasetError) samples whose ``level`` graph is missing or lacks nodes or edges
     its ``ir_graphs`` row counts: a lost IR file would otherwise make their configs look like
-    configs without IR (no graph), and training would go on without a word."""
+    configs without IR (no graph), and training would go on without a word. So would a lost
+    IR table: samples that name graphs need all three."""
     referenced = samples["ir_id"].drop_nulls().unique()
-    loc = resolve(data)
-    stored = [loc.fs.get_file_info(loc.table_dir(t)).type == pafs.FileType.Directory for t in ("ir_graphs", "ir_nodes")]
-    if referenced.is_empty() or not all(stored):  # a dataset storing no IR (`check` names a missing table)
+    if referenced.is_empty():  # a dataset storing no IR, e.g. every compile failed
         return
+    loc = resolve(data)
+    lost = [
+        t for t in IR_TABLES if loc.fs.get_file_info(loc.table_dir(t)).type != pafs.FileType.Directory
+    ]
+    if lost:
+        raise DatasetError(
+            f"{data}: the {level} IR is incomplete: measurements name {len(referenced)} {level} graph(s), "
+            f"but the dataset has no {' and no '.join(lost)} table (table directory not found). "
+            f"`python -m schemas check {data}` names the problems; restore the table's files"
+        )
     columns = ["ir_id", *(count for count, _, _ in GRAPH_SIZES)]
     graphs = read_table(data, "ir_graphs", columns=columns, filters=[("level", "=", level)])
     known = set(graphs.column("ir_id").to_pylist())

@@ -160,18 +160,26 @@ def load_samples(
     if not keep_skipped:
         joined = joined.filter(pl.col("status") != Status.SKIPPED.value)
     joined = joined.with_columns(pl.col(f"{level}_id").alias("ir_id"))
-    joined = joined.join(_graph_counts(data, level), on="ir_id", how="left")
+    joined = joined.join(_graph_counts(data, level, joined["ir_id"]), on="ir_id", how="left")
     return _with_targets(_with_intensity(joined)).sort("run_id", "config_id")
 
 
-def _graph_counts(data: str, level: str) -> pl.DataFrame:
+def _graph_counts(data: str, level: str, referenced: pl.Series) -> pl.DataFrame:
     """``ir_id`` and the prefixed summary counts of every graph of ``level`` (empty when the
-    dataset stores no IR graphs: e.g. a harvest whose IR extraction failed)."""
+    dataset stores no IR graphs: e.g. a harvest whose IR extraction failed). ``referenced``:
+    the samples' ir_id values; DatasetError when some name a graph and the dataset has no
+    ``ir_graphs`` table (a lost directory: their counts would be null, as for configs that
+    never compiled)."""
     columns = ["ir_id", *GRAPH_COUNT_COLUMNS]
     try:
         table = read_table(data, "ir_graphs", columns=columns, filters=[("level", "=", level)])
-    except TableNotFoundError:  # corrupt, newer, mismatched files raise: never hidden
-        # No ir_graphs directory at all: samples carry null counts.
+    except TableNotFoundError as exc:  # corrupt, newer, mismatched files raise: never hidden
+        named = referenced.drop_nulls().n_unique()
+        if named:
+            raise DatasetError(
+                f"{data}: measurements name {named} {level} graph(s), but {exc}. "
+                f"`python -m schemas check {data}` names the problems; restore the table's files"
+            ) from None
         table = None
     graphs = (
         pl.from_arrow(table)

@@ -90,6 +90,7 @@ def _gpu_frame(tmp_path, **overrides) -> pl.DataFrame:
     root = str(tmp_path / "gpu")
     rows = run_rows("fam", (4096, 4096), index=0, n_configs=6, seed=0, gpu=True)
     writer = DatasetWriter(root)
+    writer.write("ir_graphs", rows["ir_graphs"])
     writer.write("measurements", rows["measurements"])
     writer.commit_run(rows["runs"])
     return load_samples(root).with_columns(**{k: pl.lit(v) for k, v in overrides.items()})

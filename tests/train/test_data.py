@@ -130,6 +130,17 @@ def test_a_dataset_that_lost_ir_files_is_refused(harvested, tmp_path, cache_dir,
     load_dataset(str(copy), level="ttir", cache_dir=cache_dir)  # the other level is whole
 
 
+@pytest.mark.parametrize("table", ["ir_nodes", "ir_edges", "ir_graphs"])
+def test_a_dataset_that_lost_an_ir_table_is_refused(harvested, tmp_path, cache_dir, table):
+    """Without the ir_nodes directory every graph was read empty (its edges too) and training
+    went on with 0 graphs; without ir_graphs the samples' graph counts were null."""
+    copy = tmp_path / "copy"
+    shutil.copytree(harvested, copy)
+    shutil.rmtree(copy / table)
+    with pytest.raises(DatasetError, match=f"measurements name .* ttgir graph.*{table}"):
+        load_dataset(str(copy), cache_dir=cache_dir)
+
+
 def test_missing_dataset_is_refused(tmp_path, cache_dir):
     with pytest.raises(Exception, match="runs"):
         load_dataset(str(tmp_path / "nowhere"), cache_dir=cache_dir)

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from schemas import SCHEMA_VERSION, DatasetWriter
-from tests.train.synthetic import run_rows, write_dataset
+from tests.train.synthetic import graph_rows, run_rows, write_dataset
 from train.cli import main, parse_args
 from train.data import load_dataset
 from train.experiment import ExperimentConfig, UsageError, check_config
@@ -144,6 +144,9 @@ def _all_failed(root: Path) -> str:
         for row in rows["measurements"]:
             row.update(status="compile_error", median_ms=None, p20_ms=None, p80_ms=None,
                        samples_ms=None)  # fmt: skip
+        writer.write("ir_graphs", rows["ir_graphs"])
+        for table, graph_table in zip(("ir_nodes", "ir_edges"), graph_rows(rows["ir_graphs"])):
+            writer.write(table, graph_table)
         writer.write("measurements", rows["measurements"])
         writer.commit_run(rows["runs"])
     return str(root)
@@ -158,6 +161,9 @@ def _one_family_runs(root: Path) -> str:
         for row in rows["measurements"] if family != "fa" else []:
             row.update(status="compile_error", median_ms=None, p20_ms=None, p80_ms=None,
                        samples_ms=None)  # fmt: skip
+        writer.write("ir_graphs", rows["ir_graphs"])
+        for table, graph_table in zip(("ir_nodes", "ir_edges"), graph_rows(rows["ir_graphs"])):
+            writer.write(table, graph_table)
         writer.write("measurements", rows["measurements"])
         writer.commit_run(rows["runs"])
     return str(root)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import polars as pl
@@ -88,6 +89,7 @@ def _two_harvests(root: str) -> tuple[list[dict], list[dict]]:
             m["median_ms"] *= 2.0
             m["samples_ms"] = [2.0 * v for v in m["samples_ms"]]
     for rows in (second, first):  # later harvest written first: order on disk must not matter
+        writer.write("ir_graphs", rows["ir_graphs"])
         writer.write("measurements", rows["measurements"])
         writer.commit_run(rows["runs"])
     return first["measurements"], second["measurements"]
@@ -123,6 +125,8 @@ def test_version1_columns_null_still_load(tmp_path):
 def test_dataset_without_ir_graphs(tmp_path):
     root = str(tmp_path / "d")
     rows = run_rows("fam", (64, 256), index=0, n_configs=3, seed=0)
+    for row in rows["measurements"]:  # no IR stored: every compile failed, say
+        row["ttgir_id"] = row["ttir_id"] = None
     writer = DatasetWriter(root)
     writer.write("measurements", rows["measurements"])
     writer.commit_run(rows["runs"])
@@ -131,12 +135,24 @@ def test_dataset_without_ir_graphs(tmp_path):
     assert frame["ir_num_nodes"].null_count() == 3
 
 
+def test_measurements_naming_graphs_of_a_lost_ir_graphs_table_are_refused(tmp_path):
+    """Without its ir_graphs directory (a partial copy, a table deleted to save space) every
+    sample got null graph counts, as a config that never compiled does, without a word."""
+    root = tmp_path / "d"
+    write_dataset(str(root), n_families=1, shapes_per_family=1)
+    load_samples(str(root))
+    shutil.rmtree(root / "ir_graphs")
+    with pytest.raises(DatasetError, match="name 5 ttgir graph.*'ir_graphs' not found"):
+        load_samples(str(root))
+
+
 def test_ranked_runs_need_two_valid_configs(tmp_path):
     root = str(tmp_path / "d")
     writer = DatasetWriter(root)
     big = run_rows("fam", (64, 256), index=0, n_configs=3, seed=0)
     small = run_rows("fam", (128, 512), index=1, n_configs=2, seed=0)  # 1 ok + 1 failed
     for rows in (big, small):
+        writer.write("ir_graphs", rows["ir_graphs"])
         writer.write("measurements", rows["measurements"])
         writer.commit_run(rows["runs"])
     assert ranked_runs(load_samples(root)) == [big["runs"][0]["run_id"]]
