@@ -347,6 +347,11 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
                     f"measurements: {elsewhere} {column} value(s) name a graph stored under another "
                     f"level than {level} in ir_graphs (training on {level} finds no such graph)"
                 )
+    if runs is not None and "ir_graphs" in tables:
+        # a run's device IR (Helion's helion_fx graph) is named by its runs row alone
+        missing = _missing(runs.column("device_ir_id"), tables["ir_graphs"].column("ir_id"))
+        if missing:
+            report.problems.append(f"runs: {missing} device_ir_id value(s) not in ir_graphs")
     if runs is not None and "kernels" in tables:
         missing = _missing(runs.column("kernel_id"), tables["kernels"].column("kernel_id"))
         if missing:
@@ -360,7 +365,7 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
                     report.problems.append(
                         f"{child}: {missing} row(s) whose ir_id is not in ir_graphs"
                     )
-        _check_graph_sizes(tables, measurements, report)
+        _check_graph_sizes(tables, measurements, runs, report)
 
 
 GRAPH_SIZES = (
@@ -371,12 +376,15 @@ GRAPH_SIZES = (
 """(ir_graphs count column, child table, edge kind): each graph's stored count of its rows."""
 
 
-def _check_graph_sizes(tables: dict[str, pa.Table], measurements: pa.Table | None, report: CheckReport) -> None:
+def _check_graph_sizes(
+    tables: dict[str, pa.Table], measurements: pa.Table | None, runs: pa.Table | None, report: CheckReport
+) -> None:
+    """Sizes of the graphs committed rows name: measurements' TTIR and TTGIR, runs' device IR."""
     referenced = None
     if measurements is not None:
-        referenced = pa.concat_arrays(
-            [c.combine_chunks() for c in (measurements.column("ttir_id"), measurements.column("ttgir_id"))]
-        ).drop_null()
+        named = [measurements.column("ttir_id"), measurements.column("ttgir_id")]
+        named += [runs.column("device_ir_id")] if runs is not None else []
+        referenced = pa.concat_arrays([c.combine_chunks().cast(pa.string()) for c in named]).drop_null()
     report.problems.extend(
         graph_size_problems(tables["ir_graphs"], tables.get("ir_nodes"), tables.get("ir_edges"), referenced)
     )

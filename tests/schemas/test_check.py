@@ -182,6 +182,38 @@ def test_a_graph_whose_nodes_were_lost_is_a_problem(dataset):
     assert "has 0 of 2 nodes" in problems
 
 
+def _with_device_graph(root: str) -> None:
+    """A run whose device IR (Helion's helion_fx graph, named by ``runs.device_ir_id`` alone:
+    no measurement names it) is stored with its nodes, as an import of Helion's log writes it."""
+    writer = DatasetWriter(root)
+    fx = {"ir_id": "fx00000000000009", "level": "helion_fx"}
+    writer.write("ir_graphs", [{**fx, "num_nodes": 3, "num_data_edges": 1}])
+    writer.write("ir_nodes", [{**fx, "node_id": i, "node_kind": "op"} for i in range(3)])
+    writer.write("ir_edges", [{**fx, "src": 0, "dst": 1, "kind": "data", "position": 0}])
+    rows = sample_rows(9)
+    rows["runs"][0]["device_ir_id"] = fx["ir_id"]
+    write_rows(writer, rows)
+
+
+@pytest.mark.parametrize(
+    ("lost", "problem"),
+    [
+        (("ir_nodes",), "ir_id=fx00000000000009 has 0 of 3 nodes"),
+        (("ir_edges",), "ir_id=fx00000000000009 has 0 of 1 data edges"),
+        (("ir_graphs", "ir_nodes", "ir_edges"), "runs: 1 device_ir_id value(s) not in ir_graphs"),
+    ],
+)
+def test_a_run_whose_device_graph_was_lost_is_a_problem(dataset, lost, problem):
+    """The gap: only graphs that measurements name were checked, so a Helion import whose
+    helion_fx files (or whole partitions) were lost passed check."""
+    _with_device_graph(dataset)
+    assert check_dataset(dataset).ok
+    for table in lost:
+        shutil.rmtree(Path(dataset, table, "level=helion_fx"))
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert problem in problems
+
+
 def test_a_node_filed_under_another_level_is_lost_to_its_graph(dataset):
     """train reads one level's nodes: a node row whose level is not its graph's is missing there."""
     rows = sample_rows(9)
