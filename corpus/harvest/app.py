@@ -414,7 +414,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
             worker_environments(settings, cache_dir=execution.cache_dir or "", scratch_dir=scratch),
             on_config=progress.config_done,
             on_run=progress.run_done,
-            claims=RunClaims.for_harvest(config.out, known, enabled=config.claims_runs),
+            claims=RunClaims.for_harvest(config.out, known, enabled=config.claims_runs, budgeted=budgeted),
             writer_id=writer_id,
             guide=guide,
         )

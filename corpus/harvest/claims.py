@@ -49,11 +49,13 @@ class RunClaims:
     """The claims one harvest holds on the dataset at ``out``.
 
     ``known``: (run_id, harvest_id) committed when this harvest planned (what its plan already
-    left out).
+    left out). ``budgeted``: this harvest has a ``--budget``, so configs another budgeted
+    harvest left unbenchmarked are done, as its plan counted them (:func:`resume_plan`).
     """
 
-    def __init__(self, out: str, known: Iterable[tuple[str, str]]) -> None:
+    def __init__(self, out: str, known: Iterable[tuple[str, str]], *, budgeted: bool = False) -> None:
         self.out = out
+        self.budgeted = budgeted
         self.location = resolve(out)
         self.known = set(known)
         self.holder = holder_line("harvest")
@@ -63,12 +65,14 @@ class RunClaims:
         """run_ids this harvest had to wait for (tests and diagnostics)."""
 
     @classmethod
-    def for_harvest(cls, out: str, known: Iterable[tuple[str, str]], *, enabled: bool) -> RunClaims | None:
+    def for_harvest(
+        cls, out: str, known: Iterable[tuple[str, str]], *, enabled: bool, budgeted: bool = False
+    ) -> RunClaims | None:
         """Claims for a harvest into ``out``, or None where there are none (a non-local
         dataset, or ``enabled`` false: ``--no-resume`` / ``--allow-repeat``)."""
         if not enabled or not is_lockable(resolve(out)):
             return None
-        return cls(out, known)
+        return cls(out, known, budgeted=budgeted)
 
     def claim(
         self,
@@ -106,7 +110,7 @@ class RunClaims:
         }  # fmt: skip
         if not news:
             return run
-        resumed = resume_plan(self.out, [run], settings)
+        resumed = resume_plan(self.out, [run], settings, budgeted=self.budgeted)
         if not resumed.todo:
             return None
         left = {p.config.id for p in resumed.todo[0].configs}

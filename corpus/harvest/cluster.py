@@ -231,7 +231,9 @@ class Lane:
             versions(),
             environment_for,
             pool=RayCompilePool(execution, environment_for(False)),
-            claims=RunClaims.for_harvest(config.out, known or (), enabled=known is not None),
+            claims=RunClaims.for_harvest(
+                config.out, known or (), enabled=known is not None, budgeted=self.guide is not None
+            ),
             writer_id=f"{token}-{new_writer_id()}",
             guide=self.guide,
         )

@@ -44,3 +44,55 @@ def test_a_missing_table_is_a_new_dataset(tmp_path: Path) -> None:
 
     assert read_existing(str(tmp_path / "nothing"), "runs", ["run_id"]) is None
     assert committed_harvests(str(tmp_path / "nothing")) == set()
+
+
+def test_a_budgeted_harvest_waiting_on_a_claim_counts_what_another_budget_skipped_as_done(
+    tmp_path: Path,
+) -> None:
+    """The gap: a ``--budget`` harvest that waited for another budgeted harvest's claim on a
+    run asked resume as a harvest without a budget, so it benchmarked the configs the other's
+    budget had skipped, where its rerun (and its own plan) counted them done."""
+    from corpus.harvest.claims import RunClaims
+    from corpus.harvest.plan import PlannedConfig, PlannedRun
+    from corpus.harvest.resume import BENCH_SETTINGS, BUDGET_SKIP
+    from corpus.suite.spec import Config
+
+    out = str(tmp_path / "ds")
+    configs = tuple(PlannedConfig(Config({"BLOCK": 2**i})) for i in range(3))
+    run = PlannedRun(
+        "fam", "tiny", {"N": 8}, "float32", 0, "r" * 16, "k1", {}, configs, configs[0].config.id
+    )
+    settings = {**dict.fromkeys(BENCH_SETTINGS, 1), "timer": "thread_cpu"}
+    measured = [{"status": "ok", "median_ms": 1.0}]
+    measured += [{"status": "skipped", "error": f"{BUDGET_SKIP} 1 (rank 2 of 3)"}] * 2
+    writer = DatasetWriter(out)
+    writer.write(
+        "measurements",
+        [
+            {
+                "run_id": run.run_id,
+                "harvest_id": "a",
+                "config_id": p.config.id,
+                "arch": "sm_90",
+                **row,
+            }
+            for p, row in zip(configs, measured)
+        ],
+    )
+    committed = {
+        "kernel_id": "k1",
+        "family": "fam",
+        "device_kind": "cuda",
+        "arch": "sm_90",
+        "n_configs": 3,
+    }
+    writer.commit_run([{"run_id": run.run_id, "harvest_id": "a", **committed, **settings}])
+
+    budgeted = RunClaims(out, known=(), budgeted=True)
+    assert budgeted.claim(run, settings, own_harvest="b", before_waiting=lambda: None) is None
+    unbudgeted = RunClaims(out, known=())  # a harvest without --budget measures what was skipped
+    left = unbudgeted.claim(run, settings, own_harvest="c", before_waiting=lambda: None)
+    assert left is not None and [p.config.id for p in left.configs] == [
+        p.config.id for p in configs[1:]
+    ]
+    unbudgeted.release_all()
