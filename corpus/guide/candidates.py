@@ -74,17 +74,21 @@ def candidate_frames(
     arch: str,
     level: str,
     sass: Mapping[str, InstructionStats] | None = None,
+    keys: Sequence[str] | None = None,
 ) -> Candidates:
     """The candidates of one run: each of ``configs`` with its compile outcome (by config id;
     compiled OK), its run's columns ``run_row`` (:func:`run_columns`) and the IR graphs of
     ``level``. ``sass``: instruction statistics by config id for outcomes whose ``stats``
     lack them (the harvest disassembles in batches, after compiling), filled in as the
-    harvest fills its rows, so the model reads what it was trained with."""
+    harvest fills its rows, so the model reads what it was trained with. ``keys``: each config's
+    key in ``outcomes`` and ``sass`` (default: its config id; the Triton plug-in's candidates may
+    share one, configs differing only in their ``pre_hook``)."""
+    keys = [planned.config.id for planned in configs] if keys is None else list(keys)
     rows = []
-    for planned in configs:
-        row = measurement_row(run, planned, "candidates", arch, outcomes[planned.config.id], None)
-        if sass and planned.config.id in sass:
-            fill_row(row, sass[planned.config.id])
+    for key, planned in zip(keys, configs, strict=True):
+        row = measurement_row(run, planned, "candidates", arch, outcomes[key], None)
+        if sass and key in sass:
+            fill_row(row, sass[key])
         rows.append(row)
     measurements = pl.DataFrame(conform(table_spec("measurements"), rows))
     runs_spec = table_spec("runs")
@@ -98,7 +102,7 @@ def candidate_frames(
     # Configs may compile to one graph (num_stages of a kernel without a loop, maxnreg, a
     # config listed twice or differing only in its pre_hook): each graph goes in once, as in
     # the dataset, else its nodes repeat and the model's graph encoder refuses the tables.
-    graphs = {ir_id: graph for planned in configs for ir_id, graph in outcomes[planned.config.id].graphs.items()}
+    graphs = {ir_id: graph for key in keys for ir_id, graph in outcomes[key].graphs.items()}
     tables: dict[str, list[pa.Table]] = {name: [graph[name] for graph in graphs.values()] for name in IR_TABLES}
     ir = {
         name: pl.DataFrame(

@@ -59,13 +59,15 @@ UNCOMPILED = (
 
 @dataclass(frozen=True)
 class Ranking:
-    """One tuning's verdict: the ids Triton benchmarks (best first), the configs that did not
-    compile for ranking (id -> why: their ``skipped`` rows say so), and the compile outcomes of
-    those that did, for the IR target ``ir_target`` (``runs.ir_target`` spelling)."""
+    """One tuning's verdict: the configs (``triton.Config``) Triton benchmarks (best first),
+    those that did not compile for ranking (config -> why: their ``skipped`` rows say so), and
+    the compile outcomes of those that did, for the IR target ``ir_target`` (``runs.ir_target``
+    spelling). Keyed by Triton's configs, not config ids: configs differing only in their
+    ``pre_hook`` share an id."""
 
-    chosen: tuple[str, ...]
-    uncompiled: Mapping[str, str]
-    compiled: Mapping[str, Any] = field(default_factory=dict)
+    chosen: tuple[Any, ...]
+    uncompiled: Mapping[Any, str]
+    compiled: Mapping[Any, Any] = field(default_factory=dict)
     ir_target: str | None = None
 
 
@@ -134,8 +136,8 @@ class ConfigRanker:
     """The ``early_config_prune`` callable of :func:`prune_configs` (see the module docstring).
 
     ``compiles`` counts configs compiled so far (a cache hit compiles none), ``compile_s`` and
-    ``rank_s`` the seconds spent compiling and ranking; ``warned`` holds the kernels a fallback
-    warning was given for."""
+    ``rank_s`` the seconds spent compiling and ranking; ``warned`` holds, per kernel (its Python
+    function, held weakly), the one-time warnings given for it."""
 
     def __init__(
         self,
@@ -171,14 +173,17 @@ class ConfigRanker:
         self.compiles = 0
         self.compile_s = 0.0
         self.rank_s = 0.0
-        self.warned: set[str] = set()
+        self.warned: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        """Keyed by the kernel's function object, not its name: two kernels of one name in two
+        modules each get their warning (keyed by name, the second's fallback was silent)."""
+        self.warned_unknown: set[str] = set()
+        """... and those given when the kernel is unknown (not called by an autotuner)."""
         self._compiler: Callable[..., Any] | None = None
         self._lock = threading.Lock()
 
     def __call__(self, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list[Any]:
         """Triton's ``early_config_prune(configs, named_args, **kwargs)``."""
         from corpus.record.hooks import LAUNCH_OPTIONS
-        from corpus.record.rows import as_config
 
         self.reasons = {}
         self.latest = None
@@ -189,35 +194,38 @@ class ConfigRanker:
             return configs
         autotuner = _calling_autotuner()
         if autotuner is None:
-            return self._fallback(configs, "kernel", "it was not called by a triton.autotune autotuner")
+            return self._fallback(configs, None, "it was not called by a triton.autotune autotuner")
+        # One candidate per config as Triton tells configs apart (its timings are a dict of
+        # configs: kwargs, options, ir_override and pre_hook): a config listed twice is ranked
+        # once, else the top_k held it twice and Triton benchmarked fewer than top_k. Configs
+        # differing only in their pre_hook are two candidates, each compiled with its own hook
+        # (it may set what the kernel specializes on): ranked as one, the first stood for both.
+        distinct = list(dict.fromkeys(configs))
+        overridden = [c for c in distinct if getattr(c, "ir_override", None)]
+        rankable = [c for c in distinct if not getattr(c, "ir_override", None)]
+        if overridden:
+            self._unranked_overrides(autotuner, overridden)
+        if len(rankable) <= self.top_k:
+            return distinct
         args = {**named_args, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}}
-        ids = [as_config(c).id for c in configs]
-        # One candidate per config id (knobs): a config listed twice, or differing only in its
-        # pre_hook, is ranked once, else the top_k held one config twice and Triton, whose
-        # timings are a dict of configs, benchmarked fewer than top_k.
-        distinct: dict[str, Any] = {}
-        for config_id, config in zip(ids, configs):
-            distinct.setdefault(config_id, config)
-        key = (tuning_key(autotuner, args), tuple(ids))
+        key = (tuning_key(autotuner, args), tuple(rankable))
         with self._lock:
             rankings = self.cache.setdefault(autotuner, {})
             if key not in rankings:
-                rankings[key] = self._choose(autotuner, list(distinct.values()), args, kwargs.get("grid"))
+                rankings[key] = self._choose(autotuner, rankable, args, kwargs.get("grid"))
             ranking = rankings[key]
         if ranking is None:
             return configs
         skip = SKIP.format(k=self.top_k, model=self.model.name)
-        reasons = {config_id: skip for config_id in ids if config_id not in ranking.chosen}
-        self.reasons = {**reasons, **ranking.uncompiled}
+        self.reasons = {config: skip for config in rankable if config not in ranking.chosen}
+        self.reasons.update(ranking.uncompiled)
         self.latest = ranking
-        return [distinct[config_id] for config_id in ranking.chosen]
+        return [*ranking.chosen, *overridden]
 
     def skip_reason_for(self, config: Any) -> str | None:
         """Why ``config`` (a ``triton.Config``) was not benchmarked, when this provider pruned it
         (``corpus.record`` writes it into the config's ``skipped`` row)."""
-        from corpus.record.rows import as_config
-
-        return self.reasons.get(as_config(config).id)
+        return self.reasons.get(config)
 
     def compiled_for(self, config: Any, ir_target: str) -> Any:
         """The compile outcome (:class:`corpus.harvest.compile_worker.CompileOutcome`: IR graphs,
@@ -225,32 +233,52 @@ class ConfigRanker:
         latest tuning's configs and then pruned, when it compiled for ``ir_target`` (e.g.
         ``sm_90``); else None. ``corpus.record`` stores it in the config's ``skipped`` row, as
         a budgeted harvest keeps the IR of what it did not benchmark."""
-        from corpus.record.rows import as_config
-
         ranking = self.latest
-        config_id = as_config(config).id
-        if ranking is None or ranking.ir_target != ir_target or config_id in ranking.chosen:
+        if ranking is None or ranking.ir_target != ir_target or config in ranking.chosen:
             return None
-        return ranking.compiled.get(config_id)
+        return ranking.compiled.get(config)
+
+    def _unranked_overrides(self, autotuner: Any, overridden: list[Any]) -> None:
+        """Say once per kernel that configs with ``ir_override`` are benchmarked unranked: they
+        launch the IR in their file, and the model would read what their source compiles to
+        (ranked by it, one could be pruned or chosen for a program that never runs)."""
+        kernel = _kernel_of(autotuner)
+        if not self._first_time(kernel, "ir_override"):
+            return
+        files = ", ".join(sorted({Path(str(c.ir_override)).name for c in overridden}))
+        warnings.warn(
+            f"corpus.guide: {len(overridden)} config(s) of {_kernel_name(kernel)} replace their IR "
+            f"(ir_override: {files}); model {self.model.name} ranks configs by the IR their source "
+            f"compiles to, which they do not run, so Triton benchmarks them besides the model's top "
+            f"{self.top_k}",
+            stacklevel=3,
+        )
 
     def _choose(self, autotuner: Any, configs: list[Any], args: dict[str, Any], grid: Any) -> Ranking | None:
         kernel = _kernel_of(autotuner)
-        name = getattr(getattr(kernel, "fn", None), "__name__", "kernel")
         try:
             return self._rank(kernel, autotuner, configs, args, grid)
         except CannotRank as exc:
-            self._fallback(configs, name, str(exc))
+            self._fallback(configs, kernel, str(exc))
             return None
         except Exception as exc:  # the autotuner must go on: tune everything, say why once
-            self._fallback(configs, name, f"{type(exc).__name__}: {exc}")
+            self._fallback(configs, kernel, f"{type(exc).__name__}: {exc}")
             return None
 
-    def _fallback(self, configs: list[Any], kernel: str, why: str) -> list[Any]:
-        if kernel not in self.warned:
-            self.warned.add(kernel)
+    def _first_time(self, kernel: Any, what: str) -> bool:
+        """True once per ``kernel`` (a ``JITFunction``, or None when unknown) and ``what``."""
+        function = getattr(kernel, "fn", None)
+        said = self.warned_unknown if function is None else self.warned.setdefault(function, set())
+        if what in said:
+            return False
+        said.add(what)
+        return True
+
+    def _fallback(self, configs: list[Any], kernel: Any, why: str) -> list[Any]:
+        if self._first_time(kernel, "fallback"):
             warnings.warn(
-                f"corpus.guide: model {self.model.name} cannot rank the configs of {kernel} ({why}); "
-                f"Triton benchmarks all {len(configs)}",
+                f"corpus.guide: model {self.model.name} cannot rank the configs of {_kernel_name(kernel)} "
+                f"({why}); Triton benchmarks all {len(configs)}",
                 stacklevel=3,
             )
         return configs
@@ -283,9 +311,10 @@ class ConfigRanker:
         jit = kernel_function(kernel)
         source, entry, _ = kernel_source(jit)
         suite_configs = [as_config(c) for c in configs]
+        keys = [str(index) for index in range(len(configs))]  # config ids may repeat (pre_hook)
         outcomes = {}
         begin = time.perf_counter()
-        for original, config in zip(configs, suite_configs):
+        for key, original, config in zip(keys, configs, suite_configs):
             # Compile with the arguments the config launches with: its pre_hook and the
             # autotuner's (reset_to_zero, restore_value, a user's) replayed on copies, as Triton
             # runs them before benchmarking it; liger-kernel's hooks set TensorDescriptor block
@@ -297,11 +326,11 @@ class ConfigRanker:
             else:
                 outcome, _ = compiler(kernel, launched, config)
                 self.compiles += 1
-            outcomes[config.id] = outcome
+            outcomes[key] = outcome
         sass = instruction_stats_now({k: o.sass_code for k, o in outcomes.items()}, target)
         self.compile_s += time.perf_counter() - begin
         begin = time.perf_counter()
-        compiled = [c for c in suite_configs if outcomes[c.id].status == Status.OK.value]
+        compiled = [i for i, key in enumerate(keys) if outcomes[key].status == Status.OK.value]
         if not compiled:
             first = next(iter(outcomes.values()))
             raise CannotRank(f"no config compiles for {target}: {first.error}")
@@ -320,11 +349,11 @@ class ConfigRanker:
             sizes=problem.dims,
             flags=problem.flags,
         )
-        planned = [PlannedConfig(c, None, config_grid(grid, args, c)) for c in compiled]
+        planned = [PlannedConfig(suite_configs[i], None, config_grid(grid, args, suite_configs[i])) for i in compiled]
         run = replace(run, configs=tuple(planned))
         candidates = candidate_frames(
             run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level,
-            sass=sass,
+            sass=sass, keys=[keys[i] for i in compiled],
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", MissingInputsWarning)
@@ -340,14 +369,14 @@ class ConfigRanker:
         order = np.argsort(scores.rank, kind="stable")
         self.rank_s += time.perf_counter() - begin
         uncompiled = {
-            config_id: UNCOMPILED.format(target=target, error=(outcome.error or outcome.status).splitlines()[0])
-            for config_id, outcome in outcomes.items()
+            configs[i]: UNCOMPILED.format(target=target, error=(outcome.error or outcome.status).splitlines()[0])
+            for i, outcome in enumerate(outcomes[key] for key in keys)
             if outcome.status != Status.OK.value
         }
         return Ranking(
-            tuple(compiled[i].id for i in order[: self.top_k]),
+            tuple(configs[compiled[j]] for j in order[: self.top_k]),
             uncompiled,
-            {c.id: outcomes[c.id] for c in compiled},
+            {configs[i]: outcomes[keys[i]] for i in compiled},
             ir_target_name(target),
         )
 
@@ -357,10 +386,8 @@ class ConfigRanker:
         corpus.guide's own code."""
         from train.predict import MissingInputsWarning
 
-        key = f"inputs:{entry}"
-        if not caught or key in self.warned:
+        if not caught or not self._first_time(jit, "inputs"):
             return
-        self.warned.add(key)
         code = getattr(getattr(jit, "fn", None), "__code__", None)
         warnings.warn_explicit(
             f"corpus.guide: model {self.model.name} ranks the configs of {entry} without some of "
@@ -397,6 +424,17 @@ class ConfigRanker:
         atexit.register(worker.close)
         self._compiler = worker
         return worker
+
+
+def _kernel_name(kernel: Any) -> str:
+    """The kernel's name in a warning: ``module.qualname`` (one name may be defined in two
+    modules), or ``kernel`` when unknown."""
+    function = getattr(kernel, "fn", None)
+    if function is None:
+        return "kernel"
+    module = getattr(function, "__module__", None)
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "kernel")
+    return f"{module}.{name}" if module else name
 
 
 def _device() -> tuple[bool, Any]:

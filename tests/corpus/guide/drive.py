@@ -231,6 +231,91 @@ def duplicated(model: str) -> dict[str, Any]:
     }
 
 
+def same_names(sm20_model: str) -> dict[str, Any]:
+    """Two kernels of one name (``scale_kernel``) in two modules, one provider that cannot rank
+    either: each kernel's fallback is said once (keyed by the name, the second was silent)."""
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide import kernels, other_kernels
+
+    prune = prune_configs(sm20_model, top_k=2, target="sm_20")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for module in (kernels, other_kernels, kernels):
+            tuned = triton.autotune(configs(), key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
+                module.scale_kernel
+            )
+            launch(tuned, 1000)
+    return {"warnings": [str(w.message) for w in caught if "cannot rank" in str(w.message)]}
+
+
+def overridden(model: str, out: Path) -> dict[str, Any]:
+    """The six configs and one with ``ir_override`` (it launches the IR in its file, not what the
+    source compiles to; the interpreter ignores it), top_k=2, two keys: the override is not
+    ranked, Triton benchmarks it besides the top 2, and one warning says so."""
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import scale_kernel
+
+    out.mkdir(parents=True, exist_ok=True)
+    override = triton.Config({"BLOCK": 128}, num_warps=4, ir_override=str(out / "scale.ttgir"))
+    prune = prune_configs(model, top_k=2)
+    ranker = prune["early_config_prune"]
+    tuned = triton.autotune([*configs(), override], key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
+        scale_kernel
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        correct = launch(tuned, 1000)
+        benchmarked = [c.ir_override for c in tuned.configs_timings]
+        ranked = ranker.latest
+        launch(tuned, 3000)
+    return {
+        "correct": correct,
+        "benchmarked": benchmarked,
+        # what the model ranked: each config's ir_override (None: its source's IR runs)
+        "ranked": None if ranked is None else [getattr(c, "ir_override", f"not a config: {c}") for c in ranked.compiled],
+        "compiles": ranker.compiles,
+        "warnings": [str(w.message) for w in caught if "ir_override" in str(w.message)],
+    }
+
+
+def hook_twins(model: str) -> dict[str, Any]:
+    """The six configs and a twin of the first that differs only in its ``pre_hook`` (two configs
+    to Triton, one config id), top_k=6: each twin is compiled with its own hook and ranked as
+    itself, and each of the seven is either benchmarked or has its own reason not to be."""
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import scale_kernel
+
+    def touch(nargs: dict[str, Any]) -> None:
+        nargs["out_ptr"].zero_()
+
+    listed = configs()
+    twin = triton.Config(dict(listed[0].kwargs), num_warps=listed[0].num_warps, pre_hook=touch)
+    prune = prune_configs(model, top_k=6)
+    ranker = prune["early_config_prune"]
+    tuned = triton.autotune([*listed, twin], key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench)(
+        scale_kernel
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        correct = launch(tuned, 1000)
+    timed = list(tuned.configs_timings)
+    return {
+        "correct": correct,
+        "benchmarked": len(timed),
+        "compiles": ranker.compiles,
+        "accounted": [(config in timed) != (ranker.skip_reason_for(config) is not None) for config in [*listed, twin]],
+    }
+
+
 def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -243,6 +328,9 @@ def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
         "hooked": hooked(model),
         "freed": freed(model),
         "duplicated": duplicated(model),
+        "same_names": same_names(sm20_model),
+        "overridden": overridden(model, out / "overridden"),
+        "hook_twins": hook_twins(model),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
 

@@ -136,11 +136,39 @@ def test_rankings_go_with_their_autotuner(report: dict) -> None:
 
 def test_a_config_listed_twice_is_ranked_once(report: dict) -> None:
     """The gap: both copies of the best config (one id, equal scores) filled the top_k, so
-    Triton, whose timings are a dict of configs, benchmarked one config where top_k=2 was asked
-    (likewise two configs differing only in their pre_hook)."""
+    Triton, whose timings are a dict of configs, benchmarked one config where top_k=2 was asked."""
     duplicated = report["duplicated"]
     assert duplicated["correct"] and duplicated["benchmarked"] == 2
     assert duplicated["compiles"] == 6  # the six distinct configs
+
+
+def test_configs_differing_only_in_their_pre_hook_are_ranked_each_as_itself(report: dict) -> None:
+    """The gap: configs sharing a config id were ranked as one, compiled with the first one's
+    hook (a hook may set what the kernel specializes on) and represented by it: the twin was
+    never benchmarked and had no reason not to be."""
+    twins = report["hook_twins"]
+    assert twins["correct"] and twins["compiles"] == 7  # each with its own hook
+    assert twins["benchmarked"] == 6 and all(twins["accounted"])
+
+
+def test_a_config_with_ir_override_is_benchmarked_unranked_with_one_warning(report: dict) -> None:
+    """It launches the IR in its file; the gap: the model ranked it by the IR its source
+    compiles to (a program that never runs), so it was pruned or chosen for that, silently."""
+    overridden = report["overridden"]
+    assert overridden["correct"]
+    assert len(overridden["benchmarked"]) == 3 and overridden["benchmarked"].count(None) == 2  # top 2 + it
+    assert overridden["ranked"] is not None and all(path is None for path in overridden["ranked"])
+    assert overridden["compiles"] == 12  # the six, for each of two keys; never the override
+    (warning,) = overridden["warnings"]  # two keys, one warning
+    assert "ir_override: scale.ttgir" in warning and "besides the model's top 2" in warning
+
+
+def test_kernels_of_one_name_in_two_modules_each_get_their_warning(report: dict) -> None:
+    """The gap: the one-time fallback warning was keyed by the kernel's ``__name__``, so the
+    second ``scale_kernel`` (another module) fell back silently."""
+    first, second = report["same_names"]["warnings"]  # the first kernel tuned again: no third
+    assert "tests.corpus.guide.kernels.scale_kernel" in first
+    assert "tests.corpus.guide.other_kernels.scale_kernel" in second
 
 
 def test_bad_arguments_are_refused_at_decoration(guide_model: Path, tmp_path: Path) -> None:
