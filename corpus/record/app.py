@@ -64,6 +64,11 @@ def format_summary(out: str, summary: RecordSummary) -> str:
             f"{summary.configs_without_ir} measured config(s) without IR graphs (stats_note says why), e.g.:"
         )
         lines += [f"  {example}" for example in summary.without_ir]
+    if summary.twins_left_out:
+        lines.append(
+            f"{summary.twins_left_out} benchmarked config(s) not recorded: each differs from a config "
+            "benchmarked before it only in its pre_hook or ir_override (one config_id: the first is recorded)"
+        )
     lines += [f"tuning failed (the autotuned call raised): {failure}" for failure in summary.failed_tunings]
     lines += [f"not recorded: {failure}" for failure in summary.failures]
     return "\n".join(lines) + "\n"

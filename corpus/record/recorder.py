@@ -25,7 +25,7 @@ from corpus.harvest.settings import Settings, compiler_selected, read_settings, 
 from corpus.record.compile_worker import WorkerCompiler
 from corpus.record.compiled import compile_config, heuristics_of
 from corpus.record.hooks import AutotuneEvent, CpuBench, TritonHooks
-from corpus.record.rows import Compiler, RecordContext, event_rows, kernel_function
+from corpus.record.rows import Compiler, RecordContext, event_rows, kernel_function, twins_left_out
 from corpus.run_writer import RunRows, RunWriter
 from schemas import DatasetWriter
 from schemas.enums import Status, Timer
@@ -84,6 +84,9 @@ class RecordSummary:
     """Measured configs whose IR could not be compiled (their ``stats_note`` says why)."""
     without_ir: list[str] = field(default_factory=list)
     """The first few of them: kernel, config and reason."""
+    twins_left_out: int = 0
+    """Benchmarked configs not recorded: each differs from a recorded one only in its
+    ``pre_hook`` or ``ir_override`` (one config id: see :func:`corpus.record.rows.first_of_each_id`)."""
     record_s: float = 0.0
     """Seconds spent building and writing rows (compiling IR included), inside the tunings."""
 
@@ -95,6 +98,12 @@ class RecordSummary:
             parts.append(
                 f"{self.configs_without_ir} measured config(s) without IR graphs (stats_note says "
                 f"why; e.g. {self.without_ir[0]})"
+            )
+        if self.twins_left_out:
+            parts.append(
+                f"{self.twins_left_out} benchmarked config(s) not recorded: each differs from a "
+                "config benchmarked before it only in its pre_hook or ir_override (one config_id; "
+                "the first one's measurement is recorded)"
             )
         if self.failed_tunings:
             parts.append(f"{len(self.failed_tunings)} tuning(s) failed ({self.failed_tunings[0]})")
@@ -234,6 +243,7 @@ class Recorder:
             return
         self._write(rows)
         self._count_missing_ir(rows)
+        self.summary.twins_left_out += twins_left_out(event)
         self.summary.runs += 1
         self.summary.measurements += len(rows.measurements)
         self.summary.cache_hits += int(event.cache_hit)

@@ -183,14 +183,37 @@ def _quantile_columns(timing: list[float]) -> dict[str, Any]:
     return {name: float(value) for name, value in zip(names, timing) if math.isfinite(value)}
 
 
+def first_of_each_id(configs: Sequence[Any]) -> list[int]:
+    """Indices of the first of ``configs`` (``triton.Config``) with each config id. Configs that
+    differ only in their ``pre_hook`` or ``ir_override`` are two configs to Triton (benchmarked
+    apart) and one ``config_id`` to the dataset: one row each, or the run repeats a key and
+    readers refuse the table."""
+    seen: set[str] = set()
+    first = []
+    for index, config in enumerate(configs):
+        config_id = as_config(config).id
+        if config_id not in seen:
+            seen.add(config_id)
+            first.append(index)
+    return first
+
+
+def twins_left_out(event: AutotuneEvent) -> int:
+    """Benchmarked configs of ``event`` not recorded: each shares its config id with one
+    benchmarked before it (another ``pre_hook`` or ``ir_override``), whose row stands."""
+    return 0 if event.cache_hit else len(event.timings) - len(first_of_each_id(list(event.timings)))
+
+
 def _planned_run(
     event: AutotuneEvent, context: RecordContext, kernel_key: str, entry: str
 ) -> PlannedRun:
     """The recorded tuning as a planned run: benchmarked configs first (in the autotuner's
-    order), then the pruned ones as ``skipped``. Problem dims are the integer arguments the
-    autotuner keys on (booleans as 0/1, also its flags)."""
+    order; of configs sharing a config id, the first: see :func:`first_of_each_id`), then the
+    pruned ones as ``skipped``. Problem dims are the integer arguments the autotuner keys on
+    (booleans as 0/1, also its flags)."""
     jit = kernel_function(event.fn)
-    benchmarked = [as_config(c) for c in event.timings]
+    timed = list(event.timings)
+    benchmarked = [as_config(timed[i]) for i in first_of_each_id(timed)]
     all_configs = [as_config(c) for c in event.autotuner.configs]
     tuned = {name for config in all_configs + benchmarked for name in config.kwargs}
     signature = argument_signature(jit, event.args, tuned)
@@ -202,7 +225,9 @@ def _planned_run(
         reason_for = getattr(event.autotuner.early_config_prune, "skip_reason_for", None)
         planned += [
             PlannedConfig(c, (reason_for(original) if reason_for else None) or PRUNED, config_grid(event.grid, event.args, c))
-            for original, c in zip(event.autotuner.configs, all_configs)
+            for original, c in (
+                (event.autotuner.configs[i], all_configs[i]) for i in first_of_each_id(event.autotuner.configs)
+            )
             if c.id not in benched_ids
         ]
     return PlannedRun(
@@ -270,9 +295,16 @@ def event_rows(
     source, entry, source_path = kernel_source(jit)
     kernel_key = kernel_id(source, entry)
     run = _planned_run(event, context, kernel_key, entry)
-    timings = list(event.timings.values())
-    originals = {as_config(c).id: c for c in [*event.autotuner.configs, *event.timings]}
-    use_samples = len(event.benched) == len(timings)
+    kept = first_of_each_id(list(event.timings))  # the benchmarked rows of run.configs, in order
+    timings = [list(event.timings.values())[i] for i in kept]
+    use_samples = len(event.benched) == len(event.timings)
+    benched = [event.benched[i] for i in kept] if use_samples else []
+    # Each config id's Triton config: the one benchmarked (recorded) first, else the first
+    # listed. Keyed the other way round, a later twin's hooks compiled the IR of the first's
+    # measurement.
+    originals: dict[str, Any] = {}
+    for config in [*event.timings, *event.autotuner.configs]:
+        originals.setdefault(as_config(config).id, config)
     graphs: dict[str, dict[str, pa.Table]] = {}
     measurements: list[dict[str, Any]] = []
     configs = () if event.cache_hit else run.configs
@@ -312,7 +344,7 @@ def event_rows(
                 measurement_row(run, item, context.harvest_id, context.facts.arch, None, None)
             )
             continue
-        bench = _bench_outcome(timings[index], event.benched[index] if use_samples else None)
+        bench = _bench_outcome(timings[index], benched[index] if use_samples else None)
         graphs.update(compiled.graphs)
         row = measurement_row(run, item, context.harvest_id, context.facts.arch, compiled, bench)
         if item.config.id in listed:

@@ -162,3 +162,54 @@ def test_a_config_whose_ir_is_overridden_records_no_ir_of_its_source(tmp_path) -
     assert kept["status"] == "ok" and kept["median_ms"] == 0.02  # the timing stays
     assert kept.get("ttgir_id") is None and "ir_override=gelu.ttgir" in kept["stats_note"]
     assert rows[as_config(plain).id].get("ttgir_id") is not None  # its source is what ran
+
+
+def test_configs_differing_only_in_their_pre_hook_keep_one_row_with_its_own_ir(tmp_path) -> None:
+    """Two ``triton.Config`` with the same kwargs and options and another ``pre_hook`` are two
+    configs to Triton (benchmarked apart) and one ``config_id`` to the dataset. The gap: both
+    were written under that id (readers refused the table: a repeated key), and the IR stored
+    with the first one's timing was compiled with the last one's hook (here a hook that sets a
+    block shape the kernel cannot compile with: the first's row had no IR)."""
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from corpus.record.compiled import compile_config
+    from corpus.record.rows import RunRows, kernel_function
+    from corpus.run_writer import RunWriter
+    from tests.corpus.guide.kernels import desc_copy_kernel
+
+    def fits(nargs: dict) -> None:
+        nargs["desc"].block_shape = [nargs["BLOCK"]]
+
+    def misfits(nargs: dict) -> None:
+        nargs["desc"].block_shape = [2 * nargs["BLOCK"]]
+
+    first, twin, other = (
+        triton.Config({"BLOCK": 32}, num_warps=1, pre_hook=fits),
+        triton.Config({"BLOCK": 32}, num_warps=1, pre_hook=misfits),
+        triton.Config({"BLOCK": 64}, num_warps=1, pre_hook=fits),
+    )
+    tuner = triton.autotune([first, twin, other], key=["n"])(desc_copy_kernel)
+    x = torch.arange(256, dtype=torch.float32)
+    event = AutotuneEvent(
+        fn=tuner.fn, autotuner=tuner, key=(256,), grid=(8,), best=first, cache_hit=False, duration_s=0.5,
+        args={"desc": TensorDescriptor.from_tensor(x, block_shape=[16]), "out": torch.empty_like(x), "n": 256},
+        timings={first: [0.02, 0.019, 0.021], twin: [0.05, 0.049, 0.051], other: [0.03, 0.029, 0.031]},
+        benched=[],
+    )  # fmt: skip
+    context = replace(
+        CONTEXT,
+        compiler=lambda fn, args, config: compile_config(
+            kernel_function(fn), args, config, "sm_90", always_compile=False
+        ),
+    )
+    rows = event_rows(event, context, STARTED, {})
+    by_id = {m["config_id"]: m for m in rows.measurements}
+    assert len(rows.measurements) == len(by_id) == 2  # one row per config id
+    kept = by_id[as_config(first).id]
+    assert kept["median_ms"] == 0.02  # the first benchmarked one's timing ...
+    assert kept.get("ttgir_id") is not None and kept.get("stats_note") is None  # ... with its own IR
+    out = str(tmp_path / "d")
+    RunWriter.for_dataset(out).write(RunRows(rows.graphs, rows.kernel, rows.measurements, rows.run))
+    assert read_table(out, "measurements").num_rows == 2
+    assert check_dataset(out).ok
