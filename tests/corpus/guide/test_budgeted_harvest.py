@@ -183,3 +183,57 @@ def test_configs_that_compile_to_one_graph_are_ranked(guide_model: Path, tmp_pat
     found = rows(out)
     assert found["ttgir_id"].n_unique() == 2  # four configs, two graphs
     assert Counter(found["status"]) == {"ok": 2, "skipped": 2}  # the default + the top 1
+
+
+def test_a_budgeted_harvest_that_waited_for_a_claim_keeps_its_budget(
+    guide_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Harvest B (--budget 1) plans while the runs are claimed by harvest A (--budget 1 too),
+    which commits them meanwhile; B then finds them done, as a budgeted rerun would. The gap:
+    B's claim asked as an unbudgeted rerun, so the configs A's budget skipped were B's to
+    measure, and B benchmarked its budget of them on top of A's (its "budget" was per harvest,
+    not per run)."""
+    import threading
+
+    from corpus.harvest.claims import RunClaims
+    from schemas.locking import FileLock
+
+    out = tmp_path / "dataset"
+    guided = {"rank_with": str(guide_model), "budget": "1"}
+    console = Console(file=io.StringIO(), width=200)
+    planned = run_harvest(HarvestConfig(out=str(out), **BASE, **guided, dry_run=True), read_settings(), console).planned
+    waiting = threading.Event()
+    acquire = FileLock.acquire
+
+    def signalling_acquire(lock, *, wait, on_wait=None):  # instrumentation: B reached a claim
+        if wait and "/.locks/runs/" in lock.path:
+            waiting.set()
+        return acquire(lock, wait=wait, on_wait=on_wait)
+
+    monkeypatch.setattr(FileLock, "acquire", signalling_acquire)
+    claims_a = RunClaims(str(out), known=())  # A's lanes hold every run's claim
+    for run in planned:
+        assert claims_a.claim(run, {}, own_harvest="a", before_waiting=lambda: None) is run
+    errors: list[BaseException] = []
+
+    def harvest_b() -> None:
+        try:
+            harvest(out, **guided)
+        except BaseException as exc:
+            errors.append(exc)
+
+    b = threading.Thread(target=harvest_b, daemon=True)
+    b.start()
+    while b.is_alive() and not waiting.is_set():
+        b.join(0.05)
+    assert waiting.is_set(), "harvest B did not wait for a run's claim"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        harvest(out, **guided, allow_repeat=True, resume=False)  # A: measures and commits its plan
+    claims_a.release_all()
+    b.join(600)
+    assert not b.is_alive() and errors == []
+    every = pl.from_arrow(read_table(str(out), "measurements", columns=["harvest_id", "status"]))
+    assert every["harvest_id"].n_unique() == 1  # B wrote nothing: every run was done
+    statuses = Counter(every["status"])
+    assert statuses == {"ok": 6, "skipped": 6}  # A's default + top 1 per run, the rest skipped
