@@ -19,7 +19,13 @@ from corpus.harvest.resume import read_existing
 from corpus.harvest.rows import now
 from corpus.ingest.helion import helion_runs
 from corpus.ingest.problems import IngestError, Problems
-from corpus.ingest.rows import ImportedRun, import_harvest_id, imported_rows, imported_run_id
+from corpus.ingest.rows import (
+    ImportedRun,
+    import_harvest_id,
+    imported_rows,
+    imported_run_id,
+    legacy_harvest_id,
+)
 from corpus.ingest.tritonparse import autotune_runs, graphs_of, open_trace, read_trace
 from corpus.run_writer import RunRows, RunWriter
 from schemas.locking import FileLock, holder_line, is_lockable
@@ -208,6 +214,7 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     committed = committed_harvests(out)
     left = _uncommitted_measurements(out, committed)
     occurrences: Counter[str] = Counter()
+    alike: Counter[tuple[str, str]] = Counter()
     todo: list[tuple[RunRows, bool]] = []
     for run in runs:
         key = imported_run_id(run)
@@ -217,10 +224,17 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
             summary.repeats += 1
             if not run.configs:  # a cache hit of a key the log tuned before: the first stands
                 continue
-        harvest_id = import_harvest_id(run, occurrence)
-        if (key, harvest_id) in committed:
+        # Numbered among the run's tunings of this content, not all of its tunings: a copy of
+        # the log without its first tunings gives the others the ids they had.
+        content = (key, import_harvest_id(run, 0))
+        harvest_id = import_harvest_id(run, alike[content])
+        alike[content] += 1
+        legacy = legacy_harvest_id(run, occurrence)
+        if (key, harvest_id) in committed or (key, legacy) in committed:
             summary.already_imported += 1
             continue
+        if (key, harvest_id) not in left and (key, legacy) in left:
+            harvest_id = legacy  # an interrupted import of an earlier importer: its rows' id
         rows = imported_rows(run, harvest_id, now())
         earlier = left.get((key, harvest_id))
         if earlier is not None and earlier != _identities(rows.measurements):

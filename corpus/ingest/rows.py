@@ -84,16 +84,26 @@ def imported_run_id(run: ImportedRun) -> str:
 
 def import_harvest_id(run: ImportedRun, occurrence: int) -> str:
     """The ``harvest_id`` of one imported tuning: a hash of what the log says of it (its run,
-    that it is the ``occurrence``-th tuning of that run in the log, counting from 0, the
-    tool's ids, and every config's outcome and timing). Importing the same log again, or the
-    log after the tool appended to it, gives the tunings imported before the same id, so the
-    import finds them committed instead of writing them twice."""
+    the tool's ids, every config's outcome and timing) and ``occurrence``: how many tunings of
+    the same run with this very content came before it in the log, counting from 0. Importing
+    the same log again, the log after the tool appended to it, or a copy of it that lost its
+    first tunings, gives each tuning imported before the same id, so the import finds it
+    committed instead of writing it twice. (Counted among all tunings of the run, as importers
+    before 2026-11-24 did, a copy without the first tuning renumbered the others: each was
+    imported again; :func:`legacy_harvest_id`.)"""
     outcomes = [
         [c.config.id, c.status, c.error, sorted(c.timing_ms.items()), c.source_ref, c.launch]
         for c in run.configs
     ]
     described = [run.source, run.source_ref, run.cache_hit, None if run.best is None else run.best.id, outcomes]
     return content_hash("import", imported_run_id(run), str(occurrence), json.dumps(described, default=str))
+
+
+def legacy_harvest_id(run: ImportedRun, position: int) -> str:
+    """The ``harvest_id`` earlier importers gave ``run``, the ``position``-th tuning of its run
+    in the log (counting every tuning of the run, from 0): a dataset they wrote holds tunings
+    under it, which must be found committed too."""
+    return import_harvest_id(run, position)
 
 
 def imported_rows(run: ImportedRun, harvest_id: str, started_at: datetime) -> RunRows:

@@ -144,6 +144,32 @@ def test_importing_a_log_again_writes_only_what_was_appended(logs: Path, tmp_pat
     assert checked.ok, checked.problems
 
 
+@pytest.mark.parametrize("truncated_first", [True, False], ids=["truncated-first", "complete-first"])
+def test_a_log_without_its_first_tuning_imports_no_tuning_twice(
+    logs: Path, tmp_path: Path, truncated_first: bool
+) -> None:
+    """A copy of Helion's log that lost its first tuning (Helion's header kept: the log trimmed
+    to its recent tunings, or Helion's new file after the old one was moved away) and the
+    complete log, imported in either order. The gap: a tuning's id counted all tunings of its
+    run before it, so the copy's second tuning of the (32, 64) run was "the first" there and its
+    four configs were imported twice (under two harvest_ids)."""
+    lines = (logs / "a.csv").read_text().splitlines(keepends=True)
+    per_tuning = (len(lines) - 1) // 3  # three tunings, four configs each
+    trimmed = tmp_path / "trimmed"
+    trimmed.mkdir()
+    (trimmed / "a.csv").write_text(lines[0] + "".join(lines[1 + per_tuning :]))
+    shutil.copy(logs / "a.meta.jsonl", trimmed / "a.meta.jsonl")
+    out = tmp_path / "d"
+    order = [trimmed / "a.csv", logs / "a.csv"]
+    for log in order if truncated_first else order[::-1]:
+        _ingest(out, log)
+    runs = read_table(str(out), "runs").num_rows
+    measured = read_table(str(out), "measurements", columns=["config_id", "median_ms", "source_ref"])
+    assert runs == 3 and measured.num_rows == 12  # the complete log's, each once
+    checked = check_dataset(str(out))
+    assert checked.ok, checked.problems
+
+
 def test_sources_csv_links_deduplicated_configs(logs: Path, tmp_path: Path) -> None:
     out = tmp_path / "d"
     summary = _ingest(out, logs / "c.csv")
