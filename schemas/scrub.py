@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.compact import key_reader, present_tables
-from schemas.errors import DatasetError
+from schemas.errors import DatasetError, TableNotFoundError
 from schemas.locking import LOCK_DIR, clear_idle_locks, holders_naming_hosts, maintenance_lock
 from schemas.machine import ANONYMOUS_PREFIX, anonymize_host, is_anonymous
 from schemas.paths import (
@@ -123,7 +123,7 @@ def _path_rewriter(url: str) -> Callable[[str], str]:
             .to_pylist()
             if p
         }
-    except DatasetError:  # no kernels table: the text-only rules still apply
+    except TableNotFoundError:  # no kernels table: the text-only rules still apply
         known = set()
     return lambda path: relative_path(path, known)
 
