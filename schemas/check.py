@@ -12,6 +12,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,6 +51,9 @@ the committing ``runs`` row), so a check running beside a harvest sees a parent 
 it read."""
 
 MAX_NAMED_FILES = 5
+CLOCK_SKEW_TOLERANCE = timedelta(minutes=10)
+"""How far in the future a run's ``finished_at`` may lie before check says the writing
+machine's clock ran ahead (clocks of one cluster differ by far less)."""
 """Files named per repeated-key problem (the count is always given)."""
 
 
@@ -103,6 +107,8 @@ def check_dataset(
         report.rows[name] = table.num_rows
     _check_keys(loc, tables, found_by_table, report)
     _check_joins(tables, report, live_holders(loc))
+    if "runs" in tables:
+        _check_clocks(tables["runs"], report, datetime.now(timezone.utc))
     _check_card_rows(carded, tables, report)
     _summarize(tables, report)
     # machine paths and host names are warnings: a private dataset may keep them
@@ -445,6 +451,34 @@ def _check_arch(measurements: pa.Table, runs: pa.Table, report: CheckReport) -> 
         report.problems.append(
             f"measurements: {differ.num_rows} row(s) whose arch differs from their run's, e.g. "
             f"run_id={example['run_id']} is {example['arch_run']} but a measurement says {example['arch']}"
+        )
+
+
+def _check_clocks(runs: pa.Table, report: CheckReport, now: datetime) -> None:
+    """Runs stamped in the future or ending before they start: the writing machine's clock was
+    wrong. The rows are sound, but ``harvests='latest'`` (what ``python -m train`` reads) ranks
+    a run's repeats by ``finished_at``, so a run stamped ahead shadows every re-measurement
+    taken before that time, and nothing else would say so."""
+    finished = runs.column("finished_at")
+    ahead = pc.fill_null(pc.greater(finished, pa.scalar(now + CLOCK_SKEW_TOLERANCE, finished.type)), False)
+    count = pc.sum(ahead).as_py() or 0
+    if count:
+        latest = pc.max(runs.filter(ahead).column("finished_at")).as_py()
+        example = runs.filter(ahead).slice(0, 1).to_pylist()[0]
+        report.warnings.append(
+            f"runs: {count} run(s) finished in the future, up to {latest - now} after this machine's "
+            f"clock, e.g. run_id={example['run_id']} (harvest {example['harvest_id']}, hostname "
+            f"{example['hostname']}): harvests='latest' ranks repeats by finished_at, so until then "
+            "no re-measurement of these runs replaces them; check that machine's clock"
+        )
+    backwards = pc.fill_null(pc.less(finished, runs.column("started_at")), False)
+    count = pc.sum(backwards).as_py() or 0
+    if count:
+        example = runs.filter(backwards).slice(0, 1).to_pylist()[0]
+        report.warnings.append(
+            f"runs: {count} run(s) finished before they started, e.g. run_id={example['run_id']} "
+            f"(harvest {example['harvest_id']}): the writing machine's clock was set back during "
+            "the run, so its finished_at may misorder it among repeats (harvests='latest')"
         )
 
 

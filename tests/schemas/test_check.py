@@ -139,6 +139,29 @@ def test_a_null_timing_sample_is_a_problem(dataset):
     assert "1 null value(s) inside samples_ms" in "\n".join(check_dataset(dataset).problems)
 
 
+def test_runs_stamped_by_a_clock_ahead_or_set_back_are_warnings(dataset):
+    """The gap: harvests='latest' ranks a run's repeats by finished_at, so a run stamped a day
+    ahead by a machine whose clock ran fast shadowed every later re-measurement, and check said
+    nothing; a run ending before it started misorders the same way."""
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    writer = DatasetWriter(dataset)
+    for index, (started, finished) in enumerate(
+        [(now - timedelta(hours=1), now), (now, now + timedelta(days=1)), (now, now - timedelta(minutes=5))]
+    ):
+        rows = sample_rows(20 + index)
+        writer.write("measurements", rows["measurements"])
+        writer.commit_run([run | {"started_at": started, "finished_at": finished} for run in rows["runs"]])
+    report = check_dataset(dataset)
+    assert not any("finished" in problem for problem in report.problems)  # warnings: the rows are sound
+    warnings = "\n".join(report.warnings)
+    assert "runs: 1 run(s) finished in the future, up to 23:59:" in warnings  # minus the check's own seconds
+    assert f"run_id={sample_rows(21)['runs'][0]['run_id']}" in warnings
+    assert "runs: 1 run(s) finished before they started" in warnings
+    assert f"run_id={sample_rows(22)['runs'][0]['run_id']}" in warnings
+
+
 def _write_foreign_measurements(dataset: str, rows: list[dict]) -> None:
     """``rows`` as a measurements file a foreign writer made: the writer's layout and footer,
     without its value check (:class:`DatasetWriter` now refuses such rows)."""
