@@ -151,9 +151,17 @@ def _csv_rows(path: Path, layouts: Mapping[str, tuple[str, ...]]) -> Iterator[tu
         layout = next((name for name, columns in layouts.items() if header == columns), None)
         if layout is None:
             known = "; ".join(",".join(columns) for columns in layouts.values())
+            # A first line as wide as a known header is most likely a row: the log lost its
+            # start (trimmed with tail, or a rotated copy); the user should find the full log.
+            cut = (
+                "; it looks like a row of the log, not its header: was the log cut at its start? "
+                "Give the complete log Helion wrote (it begins with the header)"
+                if len(header) in {len(columns) for columns in layouts.values()}
+                else ""
+            )
             # nothing in the file can be read: an error whatever --strict says
             raise IngestError(
-                f"{path}:1: unknown Helion CSV header {','.join(header)!r}; known layouts: {known}"
+                f"{path}:1: unknown Helion CSV header {','.join(header)!r}; known layouts: {known}{cut}"
             )
         for values in reader:
             if len(values) != len(header):

@@ -230,6 +230,10 @@ def test_unknown_header_and_missing_files_are_refused(
     shutil.copy(logs / "a.meta.jsonl", log.with_suffix(".meta.jsonl"))
     with pytest.raises(IngestError, match=r"x\.csv:1: unknown Helion CSV header 'when,what'"):
         _ingest(tmp_path / "d", log=log)
+    lines = (logs / "a.csv").read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[3:]))  # Helion's log without its header and first rows
+    with pytest.raises(IngestError, match=r"x\.csv:1: unknown Helion CSV header .*looks like a row of the log"):
+        _ingest(tmp_path / "d", log=log)
     assert main(["helion", str(tmp_path / "none.csv"), "--out", str(tmp_path / "d")]) == 2
     assert "no such helion log" in capsys.readouterr().err
     with pytest.raises(IngestError, match=r"a\.meta\.jsonl: a sidecar of Helion's log; give the log's CSV \(a\.csv\)"):
