@@ -6,7 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_CPU := torch==2.13.0
 FLAG_GEMS := flag-gems==5.0.2
-FLAG_GEMS_IMPORT_DEPS := sqlalchemy>=2.0 pyyaml>=6.0
+# Quoted: unquoted, the shell reads each '>=' as a redirection (pip got bare names, and files '=2.0'
+# and '=6.0' appeared in the clone).
+FLAG_GEMS_IMPORT_DEPS := 'sqlalchemy>=2.0' 'pyyaml>=6.0'
 
 .PHONY: demo test test-compat lint setup clean-demo notebooks strip-notebooks
 
@@ -17,9 +19,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q $(TORCH_CPU)
 	$(BIN)/pip install -q -e '.[dev]'
 	# flag-gems (extract's tests compile its kernels) pins numpy==1.26.4 and packaging==26.0: never
-	# let it downgrade them; only the two dependencies its kernels' import needs come along.
-	$(BIN)/pip install -q --no-deps $(FLAG_GEMS)
+	# let it downgrade them; only the two dependencies its kernels' import needs come along. They
+	# go first: installed after flag-gems, pip would check its pins and report each one we skip on
+	# purpose as a conflict; an install with --no-deps checks none.
 	$(BIN)/pip install -q $(FLAG_GEMS_IMPORT_DEPS)
+	$(BIN)/pip install -q --no-deps $(FLAG_GEMS)
 	touch $(STAMP)
 
 setup: $(STAMP)

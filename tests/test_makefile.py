@@ -1,0 +1,48 @@
+"""The Makefile's recipes as a newcomer's shell runs them: ``make setup``'s pip commands (with a
+pip that records its arguments instead of installing)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def recording_venv(root: Path) -> Path:
+    """A stand-in venv whose ``pip`` appends each call's arguments (one line, unit-separated)
+    to ``root/pip.log``: the Makefile's commands reach it through the shell exactly as they
+    would reach pip."""
+    bin_dir = root / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python", "pip"):
+        tool = bin_dir / name
+        tool.write_text(f"#!/bin/sh\nprintf '%s\\037' \"$@\" >> {root / 'pip.log'}\necho >> {root / 'pip.log'}\n")
+        tool.chmod(0o755)
+    return root / "venv"
+
+
+def test_setup_passes_version_floors_to_pip_and_writes_no_stray_files(tmp_path: Path):
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    venv = recording_venv(tmp_path)
+    done = subprocess.run(
+        ["make", "-s", "setup", f"VENV={venv}"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    calls = [line.split("\x1f")[:-1] for line in (tmp_path / "pip.log").read_text().splitlines()]
+    installs = [call for call in calls if call[:1] == ["install"]]
+    # the specifiers reach pip whole (an unquoted '>=' was a shell redirection: pip got bare
+    # names, and files named '=2.0' and '=6.0' appeared in the clone)
+    assert ["install", "-q", "sqlalchemy>=2.0", "pyyaml>=6.0"] in installs
+    stray = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("="))
+    assert not stray, f"make setup wrote stray files {stray}"
+    # flag-gems last and --no-deps: pip then checks no pins, and prints no ERROR about the ones
+    # make setup skips on purpose (it did when its dependencies were installed after it)
+    assert installs[-1][:3] == ["install", "-q", "--no-deps"] and installs[-1][3].startswith("flag-gems==")
+
