@@ -57,9 +57,13 @@ notebooks: $(STAMP)
 		if [ "$(NOTEBOOK_DATASET)" = demo-dataset ]; then $(MAKE) demo; \
 		else echo "NOTEBOOK_DATASET=$(NOTEBOOK_DATASET): no dataset there (no runs/)" >&2; exit 1; fi; fi
 	mkdir -p build/notebooks
-	KERNEL_CORPUS_DATASET=$(abspath $(NOTEBOOK_DATASET)) KERNEL_CORPUS_RESULTS=$(abspath $(NOTEBOOK_RESULTS)) \
+	# A local kernel: IPC sockets, not TCP (and no warning about it), named by an absolute path in a
+	# directory of their own: the kernel runs in notebooks/ and nbconvert here, so relative names
+	# (Jupyter's default) never meet ("Kernel didn't respond in 60 seconds").
+	ipc=$$(mktemp -d) && trap 'rm -rf "$$ipc"' EXIT && \
+		KERNEL_CORPUS_DATASET=$(abspath $(NOTEBOOK_DATASET)) KERNEL_CORPUS_RESULTS=$(abspath $(NOTEBOOK_RESULTS)) \
 		$(BIN)/python -m nbconvert --to html --execute --output-dir build/notebooks notebooks/*.ipynb \
-		--KernelManager.transport=ipc  # a local kernel: IPC sockets, not TCP (and no warning about it)
+		--KernelManager.transport=ipc --KernelManager.ip="$$ipc/kernel"
 
 # Notebooks are committed without outputs (a test checks it): run this before committing one.
 strip-notebooks: $(STAMP)

@@ -1,10 +1,12 @@
 """The Makefile's recipes as a newcomer's shell runs them: ``make setup``'s pip commands (with a
-pip that records its arguments instead of installing)."""
+pip that records its arguments instead of installing) and ``make notebooks`` (a real Jupyter
+kernel, on a one-cell notebook instead of the project's two)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,33 @@ def test_setup_passes_version_floors_to_pip_and_writes_no_stray_files(tmp_path: 
     # make setup skips on purpose (it did when its dependencies were installed after it)
     assert installs[-1][:3] == ["install", "-q", "--no-deps"] and installs[-1][3].startswith("flag-gems==")
 
+
+def test_make_notebooks_runs_a_notebook_in_its_directory(tmp_path: Path):
+    pytest.importorskip("nbconvert")
+    nbformat = pytest.importorskip("nbformat")
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    stamp = tmp_path / "installed"
+    stamp.touch()  # newer than pyproject.toml: set-up is done (this interpreter's environment)
+    (tmp_path / "notebooks").mkdir()
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells.append(nbformat.v4.new_code_cell("import os\nprint(os.environ['KERNEL_CORPUS_DATASET'])"))
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "notebooks" / "one.ipynb")
+    (tmp_path / "my-dataset" / "runs").mkdir(parents=True)
+    done = subprocess.run(
+        [
+            "make", "-s", "notebooks", f"BIN={Path(sys.executable).parent}", f"STAMP={stamp}",
+            "NOTEBOOK_DATASET=my-dataset",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    # the kernel runs in notebooks/ and nbconvert in the clone's root: relative IPC socket names
+    # never met there, and every run ended "Kernel didn't respond in 60 seconds"
+    assert done.returncode == 0, done.stderr[-3000:]
+    html = (tmp_path / "build" / "notebooks" / "one.html").read_text()
+    assert str(tmp_path / "my-dataset") in html
+    assert not list((tmp_path / "notebooks").glob("kernel-ipc-*")), "IPC sockets left in notebooks/"
