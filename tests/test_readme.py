@@ -108,3 +108,37 @@ def test_readme_block_runs_as_written(snippet: Snippet, snippet_dir: Path):
         command = ["bash", "-e", "-o", "pipefail", "-c", snippet.code]
     done = subprocess.run(command, cwd=snippet_dir, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{snippet.name} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+
+
+OUTPUT = re.compile(r"""--out[ =]['"]?(?P<flag>[^\s'"]+)|\bout="(?P<kwarg>[^"]+)"|helion_log (?P<logs>\S+)""")
+"""Where a README command writes: ``--out DIR``, ``corpus.record(out="DIR")``, the Helion log
+generator's directory."""
+
+
+def readme_outputs(text: str) -> set[str]:
+    """The clone-relative paths the README's commands (in any block, run or not) write to; URLs
+    and absolute paths are elsewhere."""
+    names = set()
+    for block in FENCE.finditer(text):
+        for match in OUTPUT.finditer(block.group("code")):
+            name = next(group for group in match.groups() if group).rstrip("/")
+            if name and ":" not in name and not name.startswith(("/", "$")):
+                names.add(name)
+    return names
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs a git clone")
+def test_what_readme_commands_write_is_gitignored():
+    # A newcomer runs these in the clone: each output must stay out of `git status` (and out of
+    # a commit made with `git add .`)
+    names = readme_outputs(README.read_text())
+    assert {"my-dataset", "my-train", "scale", "guided-auto", "helion-logs"} <= names  # the scan finds them
+    tracked = []
+    for name in sorted(names):
+        # as the directory's contents: a pattern with a trailing slash matches only what git can
+        # see is a directory, and most of these do not exist in a fresh clone
+        paths = [name, f"{name}/part-0.parquet"]
+        done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True)
+        if done.returncode != 0:
+            tracked.append(name)
+    assert not tracked, f"README commands write these into the clone, not in .gitignore: {tracked}"
