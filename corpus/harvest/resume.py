@@ -54,12 +54,12 @@ class ResumePlan:
     def describe(self) -> str:
         """One line for the console: what is skipped and why."""
         parts = [
-            f"{len(self.todo)} run(s) to do",
-            f"{self.complete_runs} run(s) complete",
-            f"{self.skipped_configs} config(s) already measured with the same bench settings skipped",
+            f"{len(self.todo):,} run(s) to do",
+            f"{self.complete_runs:,} run(s) complete",
+            f"{self.skipped_configs:,} config(s) already measured with the same bench settings skipped",
         ]
         for why, count in sorted(self.remeasured.items()):
-            parts.append(f"{count} config(s) measured again ({why})")
+            parts.append(f"{count:,} config(s) measured again ({why})")
         return "; ".join(parts)
 
 

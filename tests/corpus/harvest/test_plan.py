@@ -70,3 +70,13 @@ def test_a_config_bind_refuses_is_planned_without_a_grid():
     assert launch_grid(spec, inputs, dims, spec.default_config()) == (1, 2)
     # A config without the meta-parameters bind reads: bind raises, the plan records no grid.
     assert launch_grid(spec, inputs, dims, Config({"BLOCK_M": 16})) is None
+
+
+def test_resume_line_groups_thousands_as_the_estimate_beside_it_does():
+    from collections import Counter
+
+    from corpus.harvest.resume import ResumePlan
+
+    line = ResumePlan(todo=[], complete_runs=82, skipped_configs=9400, remeasured=Counter({"timer x": 1200})).describe()
+    # "9400 config(s) already measured" sat above "this harvest measures 3,198 configs"
+    assert "9,400 config(s) already measured" in line and "1,200 config(s) measured again (timer x)" in line
