@@ -396,7 +396,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         check_shard_plan(config.out, index, split, record=True)
     print_start(console, resumed, facts, execution, config.out, notice, this_shard)
     if not todo:
-        finish_interrupted(config, planned, console)
+        finish_nothing_to_do(config, planned, console)
         return HarvestOutcome(planned, len(planned), None)
 
     # The lock stops an accidental second identical harvest; run claims stop overlapping ones
@@ -477,6 +477,17 @@ def finish_interrupted(config: HarvestConfig, planned: list[PlannedRun], console
             pending.remove(before)  # type: ignore[union-attr]
     except HarvestInputError:  # the plan lock is held: that harvest finishes
         return
+
+
+def finish_nothing_to_do(config: HarvestConfig, planned: list[PlannedRun], console: Console) -> None:
+    """Every planned run is committed: finish an interrupted earlier harvest's last step
+    (:func:`finish_interrupted`), then say that nothing was measured, and how to measure again
+    (a rerun that printed only its header left the user wondering whether it had done anything)."""
+    finish_interrupted(config, planned, console)
+    console.print(
+        f"nothing to do: every planned run ({len(planned):,}) is already committed in {config.out}; "
+        "--no-resume measures them again"
+    )
 
 
 def check_guided(config: HarvestConfig) -> None:

@@ -45,7 +45,7 @@ from corpus.harvest.app import (
     HarvestError,
     HarvestOutcome,
     device_facts,
-    finish_interrupted,
+    finish_nothing_to_do,
     harvesting,
     load_guide,
     load_guide_inputs,
@@ -523,7 +523,7 @@ def _harvest(
         f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"
     )
     if not resumed.todo:
-        finish_interrupted(config, planned, console)
+        finish_nothing_to_do(config, planned, console)
         return HarvestOutcome(planned, len(planned), None)
     # the same plan lock, pending record and last step as a harvest on one machine; the lanes
     # claim each run before measuring it

@@ -139,6 +139,8 @@ def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
     assert len(set(table.column("harvest_id").to_pylist())) == 2
     again = harvest_in_process(out, *args, "--max-configs", "4")
     assert "0 run(s) to do" in flat(again)
+    # and says so after its header, which was all it printed
+    assert f"nothing to do: every planned run ({len(runs)}) is already committed in {out}; --no-resume" in flat(again)
     assert check_dataset(str(out)).ok
 
     # Other bench settings: every config is measured again, and the summary says why.
