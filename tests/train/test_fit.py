@@ -177,3 +177,16 @@ def test_config_sensitive_batches_and_an_analytic_prior(harvested, cache_dir):
         assert abs(prior[batch.group.numpy() == group].mean()) < 1e-5
     pred = predict_samples(checkpoint.model, samples["test"])
     assert np.isfinite(pred.score).all()
+
+
+def test_a_split_without_validation_runs_says_it_keeps_the_last_epoch(harvested, cache_dir):
+    # Two families: one trains, one is tested, none validates. The report said "early-stopped on
+    # the val runs' tau" and nothing else, though the last epoch was kept.
+    loaded = load_dataset(harvested, cache_dir=cache_dir)
+    _, parts = _parts(loaded.samples, 0)
+    parts["val"] = parts["val"].head(0)
+    config = ExperimentConfig(data=harvested, out="", train=TrainConfig(epochs=2))
+    checkpoint, samples = run_gnn(config, 0, parts, None, loaded, name="mlp")
+    extra = checkpoint.extra
+    assert "val" not in samples and extra["selection"] == "last_epoch"
+    assert "left no run for validation" in extra["notice"] and "last epoch" in extra["notice"]
