@@ -4,7 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TORCH_CPU := torch==2.13.0
+TORCH_PIN := torch==2.13.0
+# Where that torch comes from. Empty: pip's own indexes, where plain PyPI's Linux x86_64 wheel is
+# the CUDA build (NVIDIA's libraries and the Triton it pins come along); PyTorch's CPU index gives
+# the CPU build: make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+TORCH_INDEX_URL ?=
 FLAG_GEMS := flag-gems==5.0.2
 # Quoted: unquoted, the shell reads each '>=' as a redirection (pip got bare names, and files '=2.0'
 # and '=6.0' appeared in the clone).
@@ -15,8 +19,8 @@ FLAG_GEMS_IMPORT_DEPS := 'sqlalchemy>=2.0' 'pyyaml>=6.0'
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# CPU build of torch first, so the project's range is already met and no CUDA wheels come in.
-	$(BIN)/pip install -q $(TORCH_CPU)
+	# torch first, so the project's range is already met and pip keeps this build.
+	$(BIN)/pip install -q $(TORCH_PIN) $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(BIN)/pip install -q -e '.[dev]'
 	# flag-gems (extract's tests compile its kernels) pins numpy==1.26.4 and packaging==26.0: never
 	# let it downgrade them; only the two dependencies its kernels' import needs come along. They

@@ -78,3 +78,22 @@ def test_make_notebooks_runs_a_notebook_in_its_directory(tmp_path: Path):
     html = (tmp_path / "build" / "notebooks" / "one.html").read_text()
     assert str(tmp_path / "my-dataset") in html
     assert not list((tmp_path / "notebooks").glob("kernel-ipc-*")), "IPC sockets left in notebooks/"
+
+
+def test_setup_takes_torch_from_the_index_given(tmp_path: Path):
+    # Plain PyPI's torch for Linux x86_64 is the CUDA build: a newcomer without a local CPU
+    # wheel had no way to ask for PyTorch's CPU index short of editing the Makefile
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    venv = recording_venv(tmp_path)
+    index = "https://download.pytorch.org/whl/cpu"
+    done = subprocess.run(
+        ["make", "-s", "setup", f"VENV={venv}", f"TORCH_INDEX_URL={index}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    calls = [line.split("\x1f")[:-1] for line in (tmp_path / "pip.log").read_text().splitlines()]
+    [torch] = [call for call in calls if any(arg.startswith("torch==") for arg in call)]
+    assert torch[torch.index("--index-url") + 1] == index
+    # only torch: the project's other dependencies are on PyPI, not on PyTorch's index
+    assert sum("--index-url" in call for call in calls) == 1
