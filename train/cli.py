@@ -8,8 +8,10 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +313,12 @@ def _run(config: ExperimentConfig) -> int:
     per_seed = len(neural) * config.train.epochs + len(config.models) - len(neural)
     total = len(config.split_kinds) * config.seeds * per_seed
     total += config.train.epochs if config.final else 0
+    # Where stderr is no terminal (a Slurm log, a pipe) the bar is drawn once, at the end: a
+    # line per seed whose models are all trained says how far a long run has come instead.
+    log_lines = main_rank and not console.is_terminal
+    seeds_total = len(config.split_kinds) * config.seeds
+    models_done = 0
+    begin = time.monotonic()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -323,6 +331,17 @@ def _run(config: ExperimentConfig) -> int:
         task = progress.add_task("train", total=total)
 
         def on_event(kind: str, info: dict[str, Any]) -> None:
+            nonlocal models_done
+            if kind == "model" and log_lines:
+                models_done += 1
+                if models_done % len(config.models) == 0:  # the seed's last model
+                    elapsed = timedelta(seconds=round(time.monotonic() - begin))
+                    console.print(
+                        f"{info['kind']} split seed {info['seed']}: {len(config.models)} models "
+                        f"trained, {models_done // len(config.models)}/{seeds_total} seeds done, "
+                        f"{elapsed} elapsed",
+                        highlight=False,
+                    )
             if kind == "loaded":
                 source = "cache" if info["from_cache"] else "tables"
                 console.print(
