@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from rich.console import Console
@@ -55,9 +56,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     split = argv.index("--") if "--" in argv else len(argv)
-    args = _parser().parse_args(argv[:split])  # --help prints help here, with or without '--'
+    parser = _parser()
     if split == len(argv):
-        _parser().error("give the workload after '--', e.g. -- python workload.py")
+        # Without '--' the workload's words are no recorder options: name the fix rather than
+        # argparse's "unrecognized arguments: python workload.py" (--help still prints help).
+        _, workload = parser.parse_known_args(argv)
+        example = shlex.join(workload) if workload else "python workload.py"
+        parser.error(f"give the workload after '--', e.g. -- {example}")
+    args = parser.parse_args(argv[:split])
     try:
         command = RecordCommand(
             options=RecordOptions(

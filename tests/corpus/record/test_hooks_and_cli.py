@@ -139,6 +139,11 @@ def test_help_without_the_workload_separator(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as exited:
         main(["--out", "d"])
     assert exited.value.code == 2 and "give the workload after '--'" in capsys.readouterr().err
+    # the workload given without '--' was "unrecognized arguments: python w.py --calls 3"
+    with pytest.raises(SystemExit) as exited:
+        main(["--out", "d", "python", "w.py", "--calls", "3"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "give the workload after '--', e.g. -- python w.py --calls 3" in err
 
 
 def test_out_is_probed_before_the_workload_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
