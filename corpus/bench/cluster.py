@@ -68,7 +68,11 @@ class SleepLane:
     def describe(self) -> str:
         return "sleep"
 
-    def execute(self, run: PlannedRun, upcoming: PlannedRun | None = None) -> RunDone:
+    def execute(
+        self, run: PlannedRun, upcoming: PlannedRun | None = None, known: frozenset[str] = frozenset()
+    ) -> RunDone:
+        """What :meth:`corpus.harvest.cluster.Lane.execute` is to the feeding loop; ``upcoming``
+        and ``known`` (for claims) are for a lane that measures."""
         seconds = self.durations[run.run_id]
         time.sleep(seconds)
         self.last_end = time.time()

@@ -74,6 +74,12 @@ class RunClaims:
             return None
         return cls(out, known, budgeted=budgeted)
 
+    def learn(self, known: Iterable[tuple[str, str]]) -> None:
+        """Add (run_id, harvest_id) pairs committed when this harvest planned (a Ray lane gets
+        them run by run, with each run it executes)."""
+        with self.lock:
+            self.known.update(known)
+
     def claim(
         self,
         run: PlannedRun,

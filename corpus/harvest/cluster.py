@@ -193,13 +193,20 @@ class Lane:
     the actor's GPU), so lanes on different nodes need not agree on paths. ``token``: the
     harvest's, which the names of every file the lane writes start with (in every incarnation:
     Ray restarts an actor with the same arguments), so the driver can record them as pending
-    before any lane writes (:mod:`corpus.harvest.pending`). ``known``: (run_id, harvest_id) of
-    the dataset's committed runs when the driver planned, for run claims
-    (:mod:`corpus.harvest.claims`); None: no claims (``--no-resume``, ``--allow-repeat``)."""
+    before any lane writes (:mod:`corpus.harvest.pending`). ``claims``: whether the lane claims
+    each run before measuring it (:mod:`corpus.harvest.claims`); False for ``--no-resume`` and
+    ``--allow-repeat``.
 
-    def __init__(
-        self, config: HarvestConfig, token: str, known: frozenset[tuple[str, str]] | None
-    ) -> None:
+    Every constructor argument is a small value that Ray keeps inline in the actor's creation
+    task, which is what a restart (``max_restarts``) reruns. What the dataset held when the
+    driver planned (the harvest_ids of each run committed then, which the claims compare with)
+    comes with each :meth:`execute` instead: as one ``ray.put`` object passed to the
+    constructor, it was an argument in the object store, which Ray does not hold for a restart
+    (only the driver's own reference kept it; Ray logged an error line about it on every
+    harvest: ray-project/ray#53727); and passed by value, it grows with the dataset past what
+    Ray inlines (100 KiB), beyond which Ray puts it in the object store itself."""
+
+    def __init__(self, config: HarvestConfig, token: str, claims: bool) -> None:
         import ray
 
         settings = read_settings()
@@ -232,7 +239,7 @@ class Lane:
             environment_for,
             pool=RayCompilePool(execution, environment_for(False)),
             claims=RunClaims.for_harvest(
-                config.out, known or (), enabled=known is not None, budgeted=self.guide is not None
+                config.out, (), enabled=claims, budgeted=self.guide is not None
             ),
             writer_id=f"{token}-{new_writer_id()}",
             guide=self.guide,
@@ -249,9 +256,17 @@ class Lane:
         """The run_id being executed now (None when idle)."""
         return self.current
 
-    def execute(self, run: PlannedRun, upcoming: PlannedRun | None = None) -> RunDone:
+    def execute(
+        self, run: PlannedRun, upcoming: PlannedRun | None = None, known: frozenset[str] = frozenset()
+    ) -> RunDone:
         """Execute ``run`` and commit it; ``upcoming``, the run this lane gets next, has its
-        compiles queued first, so they run while this one is benchmarked."""
+        compiles queued first, so they run while this one is benchmarked. ``known``: the
+        harvest_ids of ``run`` committed when the driver planned, which its claim does not take
+        for news (:meth:`RunClaims.claim`); a commit by any other harvest_id, this harvest's
+        earlier lane incarnations included, is, so a restarted lane measures only what no one
+        committed since."""
+        if self.harvester.claims is not None:
+            self.harvester.claims.learn((run.run_id, harvest) for harvest in known)
         self.current = run.run_id
         begin = time.perf_counter()
         listed = self._listing_spent()
@@ -333,6 +348,9 @@ class Feed:
     """The driver's bookkeeping: which run each actor executes, and what came back."""
 
     queue: deque[PlannedRun]
+    known: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """run_id -> harvest_ids that had committed the run when the driver planned: each run
+    goes to its lane with its own (:meth:`Lane.execute`), so a restarted lane has them too."""
     attempts: Counter[str] = field(default_factory=Counter)
     done: list[RunDone] = field(default_factory=list)
     given_up: list[PlannedRun] = field(default_factory=list)
@@ -449,19 +467,24 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         check_out(config.out, force=config.force_out)  # what the harvest itself would refuse
     else:
         probe_out(config.out, force=config.force_out)  # before a cluster or an actor starts
-    known = frozenset(committed_harvests(config.out)) if config.claims_runs else None  # before resume reads
+    known = committed_harvests(config.out) if config.claims_runs else None  # before resume reads
     connect(config.ray or "auto")
     resources = ray.cluster_resources()
     count = lane_count(interpreter, resources)
     actor_class = lane_actor(interpreter, resources)
     token = harvest_token()
-    committed = None if known is None else ray.put(known)  # stored once, not once per actor
+    # only small values as constructor arguments: Ray reruns the constructor with them on a
+    # restart; what was committed goes to the lanes run by run (Lane.execute)
     actors = [
-        actor_class.options(name=f"{ACTOR_PREFIX}{token}-{i}").remote(config, token, committed)
+        actor_class.options(name=f"{ACTOR_PREFIX}{token}-{i}").remote(config, token, known is not None)
         for i in range(count)
     ]
+    by_run: dict[str, set[str]] = {}
+    for run_id, harvest in known or ():
+        by_run.setdefault(run_id, set()).add(harvest)
+    known_of = {run_id: frozenset(harvests) for run_id, harvests in by_run.items()}
     try:
-        return _harvest(config, specs, actors, interpreter, console, token, guide_inputs)
+        return _harvest(config, specs, actors, interpreter, console, token, guide_inputs, known_of)
     finally:
         for actor in actors:
             with contextlib.suppress(Exception):
@@ -485,6 +508,7 @@ def _harvest(
     console: Console,
     token: str,
     guide_inputs: tuple[GuideModel, Budget] | None,
+    known: Mapping[str, frozenset[str]],
 ) -> HarvestOutcome:
     import ray
 
@@ -528,7 +552,7 @@ def _harvest(
     # the same plan lock, pending record and last step as a harvest on one machine; the lanes
     # claim each run before measuring it
     with harvesting(config, planned, token, console):
-        feed = Feed(deque(sorted(resumed.todo, key=lambda r: (-r.estimated_cost, r.run_id))))
+        feed = Feed(deque(sorted(resumed.todo, key=lambda r: (-r.estimated_cost, r.run_id))), known)
         begin = time.monotonic()
         feed_runs(feed, actors, console)
         elapsed = time.monotonic() - begin
@@ -573,7 +597,8 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
         after = feed.queue.popleft() if feed.queue else None
         if after is not None:
             upcoming[index] = after
-        pending[actors[index].execute.remote(run, after)] = (index, run)
+        known = feed.known.get(run.run_id, frozenset())
+        pending[actors[index].execute.remote(run, after, known)] = (index, run)
 
     def ping(index: int) -> None:
         pending[actors[index].describe.remote()] = (index, None)

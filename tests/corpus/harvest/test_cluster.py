@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -25,7 +27,16 @@ from schemas import committed_runs, read_table
 from schemas.check import check_dataset
 from tests.conftest import RAY_LANES
 
-from .conftest import FAMILIES, ONE_RUN_FAMILY, assert_rerun_finished, die_in_final_compaction
+from .conftest import (
+    FAMILIES,
+    ONE_RUN_ARGS,
+    ONE_RUN_FAMILY,
+    REPO,
+    assert_rerun_finished,
+    die_in_final_compaction,
+    harvest_command,
+    harvest_in_process,
+)
 
 ray = pytest.importorskip("ray")
 
@@ -148,6 +159,32 @@ def test_killing_a_lane_mid_run_loses_and_duplicates_nothing(local_ray, single_p
     rows = _committed(out)
     assert sorted(rows) == single_process
     assert len(rows) == len(set(rows))
+
+
+def test_lanes_get_no_constructor_argument_that_a_restart_could_miss(tmp_path, one_run_shard):
+    """The gap: each lane actor got the dataset's committed runs as one ``ray.put`` object, a
+    constructor argument in the object store, while Ray restarts a lost actor
+    (``max_restarts``) by rerunning its constructor and does not keep such arguments for that
+    (ray-project/ray#53727): a restart could fail, and every harvest printed Ray's error line
+    about it. The Ray harvest runs in a process of its own, with a Ray of its own (``--ray
+    local``): Ray logs the line once per process, so the session's Ray instance, whose first
+    lane creation may have logged it already, cannot show it. One run of its plan is committed
+    first, so the committed runs the lanes compare with are not none, as on a dataset that
+    grows."""
+    out = tmp_path / "d"
+    index, count = one_run_shard
+    harvest_in_process(out, *ONE_RUN_ARGS, "--shard", f"{index}/{count}", "--workers", "1")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        harvest_command(out, *ONE_RUN_ARGS, "--ray", "local", "--workers", "1"),
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
+    )  # fmt: skip
+    printed = result.stdout + result.stderr
+    assert result.returncode == 0, printed[-3000:]
+    assert "1 run(s) complete" in printed, printed[-3000:]  # the other run went to a lane
+    assert "max_restarts > 0" not in printed and "53727" not in printed, printed[-3000:]
+    rows = _committed(out)
+    assert len(rows) == len(set(rows)) and len({run_id for run_id, _ in rows}) == 2
 
 
 # -- claims, the plan lock and the pending record, as for a harvest on one machine -------------
