@@ -19,6 +19,7 @@ from extract.commands import (
 )
 from extract.graph import IrParseError
 from extract.kernel_args import split_signature
+from extract.kernel_loading import KernelLoadError
 from schemas.argtypes import non_empty_path, non_empty_text, positive_int
 from schemas.console import print_error
 
@@ -95,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
+    except KernelLoadError as exc:
+        # KERNEL names nothing compilable: bad input on the command line, exit 2 as argparse's
+        # refusals and the other commands' bad input do (1 is for input that fails later).
+        print_error(Console(stderr=True), str(exc))
+        return 2
     except (IrParseError, OSError, ValueError, ImportError, KernelCompileError) as exc:
         if "--traceback" in argv:
             traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)

@@ -18,11 +18,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from triton.runtime import Autotuner, Heuristics, JITFunction
 
-__all__ = ["KernelLoadError", "LoadedKernel", "import_kernel_module", "load_kernel", "unwrap"]
+__all__ = [
+    "KernelLoadError",
+    "LoadedKernel",
+    "import_kernel_module",
+    "kernel_names",
+    "load_kernel",
+    "unwrap",
+]
 
 
 class KernelLoadError(ValueError):
@@ -82,8 +90,33 @@ def load_kernel(spec: str) -> LoadedKernel:
     try:
         obj = getattr(module, name)
     except AttributeError:
-        raise KernelLoadError(f"{location} defines no {name!r}") from None
-    return unwrap(obj, name)
+        raise KernelLoadError(f"{location} defines no {name!r}; {_kernels_line(module)}") from None
+    try:
+        return unwrap(obj, name)
+    except KernelLoadError as exc:
+        # A helper or a class named by mistake: say which names would have worked.
+        raise KernelLoadError(f"{exc}; {_kernels_line(module)}") from None
+
+
+def kernel_names(module: Any) -> list[str]:
+    """Sorted names of the module's Triton kernels: ``@triton.jit`` functions and wrappers that
+    ``unwrap`` sees through (imported ones too: ``FILE.py:NAME`` can name them as well)."""
+    names = []
+    for attr, value in vars(module).items():
+        # Submodules are never kernels, and a lazy one would import itself on attribute access.
+        if isinstance(value, ModuleType):
+            continue
+        try:
+            unwrap(value, attr)
+        except Exception:  # any object: a property or __getattr__ may raise anything
+            continue
+        names.append(attr)
+    return sorted(names)
+
+
+def _kernels_line(module: Any) -> str:
+    names = kernel_names(module)
+    return f"its kernels: {', '.join(names)}" if names else "it defines no Triton kernel"
 
 
 def _looks_like_file(location: str) -> bool:

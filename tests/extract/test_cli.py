@@ -286,8 +286,6 @@ def test_explicit_constexpr_overrides_heuristic_and_default(tmp_path: Path) -> N
             ["--constexpr", "OUT_DTYPE=tl.float17"],
             "'tl.float17' is not a Triton dtype",
         ),
-        (f"{BYOK}:block_for", [], "block_for is a function, not a @triton.jit function"),
-        (f"{BYOK}:missing_kernel", [], "defines no 'missing_kernel'"),
         ("no_such_package.kernels:k", [], "cannot import module 'no_such_package.kernels'"),
         (f"{BYOK}:typed_kernel", ["--all-configs"], "has no @triton.autotune configs"),
     ],
@@ -324,6 +322,41 @@ def test_compile_error_prints_the_lines_that_matter(
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 5
     assert main([*args, "--traceback"]) == 1
     assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+BYOK_KERNELS = (
+    "its kernels: broken_kernel, desc_kernel, row_cast_kernel, scale_kernel, typed_kernel, "
+    "wrapped_row_kernel"
+)
+
+
+@pytest.mark.parametrize(
+    "kernel,message",
+    [
+        (f"{BYOK}:missing_kernel", f"{BYOK} defines no 'missing_kernel'; {BYOK_KERNELS}"),
+        (
+            f"{BYOK}:block_for",
+            "block_for is a function, not a @triton.jit function",
+        ),
+        (f"{BYOK_MODULE}:missing_kernel", f"defines no 'missing_kernel'; {BYOK_KERNELS}"),
+        (
+            "tests.extract.kernels.byok.utils:block",
+            "defines no 'block'; it defines no Triton kernel",
+        ),
+    ],
+)
+def test_a_kernel_name_the_file_lacks_is_bad_input_listing_its_kernels(
+    kernel: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A KERNEL that names nothing compilable is refused like other bad command-line input
+    (exit 2, not 1), and the error lists the kernels the module does define (imported helpers
+    such as block_for and the KernelEntry class are not among them)."""
+    code = main(["compile", kernel, "--signature", "*fp32", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.count("\n") == 1
+    if "block_for" in kernel:
+        assert err.rstrip().endswith(BYOK_KERNELS)
 
 
 PARTLY_TUNED = """
