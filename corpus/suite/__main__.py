@@ -235,7 +235,7 @@ def _check(command: CheckCommand, console: Console) -> bool:
         command.seed,
         command.every_config,
     )
-    print_trimmed(console, check_table(results))
+    print_trimmed(console, check_table(results, command.every_config))
     for r in results:
         if not r.ok:  # one line per failure, however long: a log is grepped for them
             console.print(
@@ -244,7 +244,16 @@ def _check(command: CheckCommand, console: Console) -> bool:
                 soft_wrap=True,
             )
     failed = sum(not r.ok for r in results)
-    console.print(f"{len(results) - failed} passed, {failed} failed, {plural(len(specs), 'family', 'families')}")
+    others = (
+        "every other config wherever it is valid"
+        if command.every_config
+        else f"{plural(command.samples, 'other config')} per family, each on a sampled shape x dtype"
+    )
+    console.print(
+        f"{len(results)} checked in {plural(len(specs), 'family', 'families')}: "
+        f"{len(results) - failed} passed, {failed} failed (the default config on every "
+        f"{command.scale} shape x dtype, plus {others})"
+    )
     if command.json_path is not None:
         command.json_path.write_text(json.dumps([r.as_dict() for r in results], indent=1))
     return failed == 0 and not broken

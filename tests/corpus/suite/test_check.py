@@ -1,13 +1,30 @@
 """The planning helpers of ``corpus.suite.check``: sampled interpreter cases and the compile
-plan (one job per distinct binary, knob-covering subsets)."""
+plan (one job per distinct binary, knob-covering subsets); what ``check`` says it checked."""
 
 from __future__ import annotations
 
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+from rich.console import Console
 
-from corpus.suite.check import check_suite, limit_jobs, on_device, plan_cases, plan_compiles
+from corpus.suite.check import (
+    CheckResult,
+    check_suite,
+    limit_jobs,
+    on_device,
+    plan_cases,
+    plan_compiles,
+)
+from corpus.suite.report import check_table
 from corpus.suite.spec import KernelSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def knob_values(configs: list) -> set[tuple[str, object]]:
@@ -64,3 +81,47 @@ def test_only_an_indexed_cuda_device_becomes_current() -> None:
         with on_device(device):
             pass
     assert isinstance(on_device("cuda:1"), torch.cuda.device)
+
+
+def _result(shape: str, dtype: str, is_default: bool, ok: bool = True) -> CheckResult:
+    return CheckResult("softmax", shape, dtype, "w4 s1", is_default, ok, None, 0.01)
+
+
+def _rendered(results: list[CheckResult], every_config: bool = False) -> list[str]:
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(check_table(results, every_config))
+    return console.export_text().splitlines()
+
+
+def test_check_table_splits_the_count_into_default_grid_and_sampled() -> None:
+    """'checked 9' for softmax did not say what the 9 were: the table now shows the default
+    config on 3 shapes x 2 dtypes (6) and the 3 sampled configs, within 80 columns."""
+    grid = [(s, d) for s in ("M4_N1024", "M7_N1000", "M5_N1536") for d in ("float16", "float32")]
+    results = [_result(s, d, True) for s, d in grid]
+    results += [_result("M4_N1024", "float32", False), _result("M7_N1000", "float16", False, False)]
+    results += [_result("M5_N1536", "float32", False)]
+    lines = _rendered(results)
+    assert any("sampled" in line for line in lines)
+    row = next(line for line in lines if "softmax" in line)
+    assert [cell.strip() for cell in row.split("│")[1:6]] == ["softmax", "3 x 2", "6", "3", "1"]
+    assert all(len(line) <= 80 for line in lines)
+    assert any("(all)" in line for line in _rendered(results, every_config=True))
+
+
+def test_check_output_says_what_the_readme_says_it_checks() -> None:
+    """The README's 'python -m corpus.suite check softmax': the default config on every tiny
+    shape x dtype (3 x 2 in the interpreter) plus 3 sampled configs, 9 launches in all."""
+    done = subprocess.run(
+        [sys.executable, "-m", "corpus.suite", "check", "softmax"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "softmax" in line)
+    assert [cell.strip() for cell in row.split("│")[1:5]] == ["softmax", "3 x 2", "6", "3"]
+    summary = " ".join(done.stdout.split())
+    assert "9 checked in 1 family: 9 passed, 0 failed (the default config on every tiny shape x dtype" in summary
+    assert "plus 3 other configs per family, each on a sampled shape x dtype)" in summary
