@@ -73,7 +73,7 @@ from corpus.harvest.runner import (
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environments
 from corpus.suite.spec import KernelSpec
-from schemas.enums import DEVICE_INTERPRETER
+from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.writer import new_writer_id
 
 if TYPE_CHECKING:
@@ -130,6 +130,9 @@ class RunDone:
     static_stats_s: float = 0.0
     """``cuobjdump`` in the compile tasks plus the lane's ``nvdisasm`` calls during the run."""
     sass_calls: int = 0
+    ruled_out: int = 0
+    """Of ``by_status``'s skipped rows, those of configs the family rules out: no work, so not
+    in the progress line's configs (the configs to measure)."""
 
 
 # -- compile tasks ----------------------------------------------------------------------------
@@ -289,6 +292,7 @@ class Lane:
             time.perf_counter() - begin,
             guided=self._guide_share(guided),
             summary=RunSummary.of(result) if result and rows else None,
+            ruled_out=sum(1 for p in result.run.configs if p.skip_reason is not None) if result else 0,
             compile_s=result.compile_s if result else 0.0,
             bench_s=result.bench_s if result else 0.0,
             bookkeeping_s=result.bookkeeping_s if result else 0.0,
@@ -611,7 +615,7 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
         lost_at.setdefault(index, time.monotonic())
 
     runs_total = len(feed.queue)
-    configs_total = sum(len(run.configs) for run in feed.queue)
+    configs_total = sum(valid_configs(run) for run in feed.queue)  # as a local harvest's progress
     counts: Counter[str] = Counter()
     begin = time.monotonic()
     for index in range(len(actors)):
@@ -635,8 +639,9 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
             if run is not None:
                 feed.done.append(value)
                 counts.update(value.by_status)
+                counts[Status.SKIPPED.value] -= value.ruled_out  # rows, not configs to measure
                 if not value.configs:  # another harvest committed it while the lane waited
-                    counts[MEASURED_ELSEWHERE] += len(run.configs)
+                    counts[MEASURED_ELSEWHERE] += valid_configs(run)
                 # where the whole harvest stands (runs, configs, ETA), then this run's lane
                 line = progress_line(
                     len(feed.done), runs_total, value.label, sum(counts.values()),

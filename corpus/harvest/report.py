@@ -23,6 +23,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from corpus.harvest.device import DeviceFacts
+from corpus.harvest.estimate import valid_configs
 from corpus.harvest.plan import PlannedRun
 from corpus.harvest.resume import ResumePlan
 from corpus.harvest.runner import MEASURED_ELSEWHERE, Execution, HarvestTotals, RunResult
@@ -98,7 +99,10 @@ class HarvestProgress:
             disable=not self.live,
         )
         self.runs_total = len(runs)
-        self.configs_total = sum(len(r.configs) for r in runs)
+        # The configs to measure, as the start notice and the estimate count them: the ones the
+        # family rules out are written as skipped rows at once, and counting them (two in three
+        # of a bare tiny harvest) made the total disagree with the notice and the ETA too short.
+        self.configs_total = sum(valid_configs(r) for r in runs)
         self.runs_task = self.progress.add_task("runs", total=self.runs_total, detail="")
         self.configs_task = self.progress.add_task("configs", total=self.configs_total, detail="")
         self.counts: Counter[str] = Counter()
@@ -230,12 +234,19 @@ def print_start(
     :func:`long_run_notice`) as a warning after it; ``shard``: which static shard this is
     (:func:`shard_text`), None when the whole plan is harvested."""
     rows = [] if shard is None else [("shard", shard)]
+    measured = sum(valid_configs(run) for run in resumed.todo)
+    ruled_out = sum(len(run.configs) for run in resumed.todo) - measured
     print_trimmed(
         console,
         key_values(
             [
                 *rows,
                 ("harvest", resumed.describe()),
+                (
+                    "configs",
+                    f"{measured:,} to measure (the progress bar's total); {ruled_out:,} ruled out by "
+                    "their family, written as skipped rows",
+                ),
                 ("device", f"{facts.device_name} ({facts.arch}), IR target {execution.target}"),
                 ("workers", plural(execution.workers, "compile worker")),
                 ("dataset", out),

@@ -585,9 +585,8 @@ class Harvester:
                 return None
             config_id = planned.config.id
             compiled_of[config_id] = bench_of[config_id] = None
-            if planned.skip_reason is not None:
-                self.on_config(Status.SKIPPED.value)
-                continue
+            if planned.skip_reason is not None:  # ruled out by the family: a row, no work,
+                continue  # so no tick of the progress display, whose total is the configs to measure
             if compiles is None:  # naive mode: compile, then benchmark, one config at a time
                 self._compilers_started()
                 compiled = self.pool.submit(self._task(run, planned)).result()
@@ -646,9 +645,11 @@ class Harvester:
 
     def _measured_elsewhere(self, run: PlannedRun, configs: Sequence[PlannedConfig]) -> None:
         """Configs another harvest committed while this one waited for the run's claim: done,
-        neither measured nor skipped here (the progress display counts them as done)."""
-        for _ in configs:
-            self.on_config(MEASURED_ELSEWHERE)
+        neither measured nor skipped here (the progress display counts those it would have
+        measured as done; the family's ruled-out ones are not in its total)."""
+        for planned in configs:
+            if planned.skip_reason is None:
+                self.on_config(MEASURED_ELSEWHERE)
         if len(configs) == len(run.configs):
             with self.write_lock:
                 self.totals.runs_elsewhere += 1

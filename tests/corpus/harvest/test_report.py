@@ -248,3 +248,38 @@ def test_a_run_another_harvest_committed_is_not_counted_as_done_here(harvest):
     assert "; 1 run committed by another harvest meanwhile (not measured here)" in text
     line = progress_line(2, 2, "x", 4, 4, {"ok": 2, "measured by another harvest": 2}, 1.0)
     assert "(ok 2, failed 0, skipped 0, by another harvest 2)" in line
+
+
+def test_the_progress_total_is_the_configs_to_measure_as_the_notice_says():
+    """A bare tiny harvest's progress said 18,630 configs where its notice said 6,500 to
+    measure: the total counted the configs the family rules out (rows written at once, no
+    work), so the two disagreed and the ETA ran short. The total is now the configs to measure,
+    and the start lines give both numbers with what each means."""
+    from corpus.harvest.device import DeviceFacts
+    from corpus.harvest.estimate import valid_configs
+    from corpus.harvest.plan import PlanRequest, plan_runs
+    from corpus.harvest.report import print_start
+    from corpus.harvest.resume import ResumePlan
+    from corpus.harvest.runner import Execution, RunResult
+    from corpus.suite.registry import load_suite, select
+
+    specs = select(load_suite("corpus.suite.kernels"), ["softmax"])
+    runs = plan_runs(specs, PlanRequest("tiny", ("float32",), (), None, 0, "interpreter", {"triton": "x"}))
+    measured = sum(valid_configs(run) for run in runs)
+    ruled_out = sum(len(run.configs) for run in runs) - measured
+    assert measured and ruled_out, "softmax's tiny runs rule out some configs"
+    console = Console(file=io.StringIO(), width=200, force_terminal=False)
+    progress = HarvestProgress(console, runs)
+    assert progress.configs_total == measured
+    with progress:
+        for _ in range(measured):  # what the harvest ticks: measured configs only
+            progress.config_done("ok")
+        for run in runs:
+            progress.run_done(RunResult(run, [], 0.0, 0.0))
+    assert console.file.getvalue().splitlines()[-1].endswith(f"configs {measured}/{measured} (ok {measured}, "
+                                                             "failed 0, skipped 0), 0:00:00 elapsed, eta 0:00:00")
+    facts = DeviceFacts(device_kind="interpreter", arch="sm_90", device_name="interpreter", compute_capability="")
+    execution = Execution("d", (), ("interpreter",), "sm_90", 1, 5.0, 5.0, 0, 1, 1, "thread_cpu", False, 0)
+    start = render(200, lambda c: print_start(c, ResumePlan(runs), facts, execution, "d"))
+    assert (f"{measured} to measure (the progress bar's total); {ruled_out} ruled out by their family, "
+            "written as skipped rows") in " ".join(start.split())
