@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,16 @@ from rich.console import Console
 
 from schemas.argtypes import non_empty_csv
 from schemas.console import print_error
+from train.report_doc import shown_ks, trivial_ks_note
 from train.stats import paired, t_interval
 
 DEFAULT_METRICS = ("kendall_tau", "top1_slowdown", "top5_slowdown")
+"""The default without run sizes (older metrics.json); with them, the top-k slowdowns are the
+report's (:func:`train.report_doc.shown_ks`): a top-5 of runs with 4 configs is 0 by
+construction, and the report leaves it out."""
+
+
+TOPK_EXAMPLE = "kendall_tau,top5_slowdown"
 
 
 class CompareError(ValueError):
@@ -47,6 +54,8 @@ class Entry:
     held_out: dict[int, frozenset[str]]
     rows_key: str | None = None
     """``meta.rows_key`` (:func:`train.experiment.rows_key`; None in older outputs)."""
+    records: tuple[Mapping[str, Any], ...] = ()
+    """Its results as ``metrics.json`` has them (metrics, run sizes), one per seed."""
 
 
 def parse_entry(text: str) -> tuple[str, Path, str]:
@@ -82,7 +91,21 @@ def load_entry(text: str, split: str, partition: str) -> Entry:
         },
         {int(r["seed"]): frozenset(r["run_taus"]) for r in rows},
         payload.get("meta", {}).get("rows_key"),
+        tuple(rows),
     )
+
+
+def default_metrics(entries: Sequence[Entry]) -> tuple[list[str], str | None]:
+    """(kendall_tau and the top-k slowdowns ``python -m train``'s report shows, the note that
+    says why the others are left out or None): the same k as the report, not a top-5 that is
+    0 by construction on runs of 4 configs."""
+    records = [r for e in entries for r in e.records]
+    ks, median = shown_ks(records)
+    if median is None:  # no run sizes: nothing says which k are trivial
+        return list(DEFAULT_METRICS), None
+    note = trivial_ks_note(records, "the table shows")
+    metrics = ["kendall_tau", *(f"top{k}_slowdown" for k in ks)]
+    return metrics, note and f"{note} (--metrics {TOPK_EXAMPLE} shows another k)."
 
 
 def check_pairs(entries: Sequence[Entry]) -> list[int]:
@@ -163,19 +186,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--metrics",
         type=non_empty_csv,
-        default=DEFAULT_METRICS,
-        help=f"comma-separated (default {','.join(DEFAULT_METRICS)})",
+        help="comma-separated (default: kendall_tau and the top-k slowdowns python -m train's "
+        "report shows, top-1 and the largest k below the median run's config count; "
+        f"{','.join(DEFAULT_METRICS)} for results without run sizes)",
     )
     args = parser.parse_args(argv)
     try:
         entries = [load_entry(e, args.split, args.partition) for e in args.entries]
+        metrics, note = (args.metrics, None) if args.metrics else default_metrics(entries)
         known = set().union(*(values for e in entries for values in e.metrics.values()))
-        unknown = [m for m in args.metrics if m not in known]
+        unknown = [m for m in metrics if m not in known]
         if unknown:  # a typo would print a table of dashes
             raise CompareError(
                 f"--metrics: {', '.join(unknown)} not in these results; they have {', '.join(sorted(known))}"
             )
-        print(compare_table(entries, args.metrics))
+        print(compare_table(entries, metrics))
+        if note:
+            print(f"\nNote: {note}")
     except CompareError as exc:
         print_error(Console(stderr=True), str(exc))
         return 2

@@ -154,6 +154,22 @@ def shown_ks(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], int | Non
     return [k for k in ks if k == 1] + below[-1:], int(median)
 
 
+def trivial_ks_note(records: Sequence[Mapping[str, Any]], shown: str) -> str | None:
+    """Why the top-k slowdowns past :func:`shown_ks` are left out (``runs have a median of 4
+    configs: top-5 picks hold most runs whole (slowdown 0 by construction), so SHOWN top-1 and
+    top-3``), or None when every k the results carry is worth showing. The report and
+    ``python -m train.compare`` both say it, so they show the same k."""
+    ks, median = shown_ks(records)
+    every = sorted({int(m.group(1)) for r in records for k in r["metrics"] if (m := TOPK.match(k))})
+    trivial = [k for k in every if median is not None and k >= median]
+    if not trivial:
+        return None
+    return (
+        f"runs have a median of {median} configs: top-{trivial[0]} picks hold most runs whole "
+        f"(slowdown 0 by construction), so {shown} " + " and ".join(f"top-{k}" for k in ks)
+    )
+
+
 def _no_failures(payload: Mapping[str, Any], kind: str) -> bool:
     records = [r for r in payload.get("results", []) if r.get("split_kind") == kind]
     return bool(records) and all(r.get("failed") == 0 for r in records)
@@ -423,16 +439,9 @@ def report_notes(payload: Mapping[str, Any]) -> list[str]:
             "latencies are CPU times of Triton's interpreter, not GPU times: what ranks well "
             "here says little about GPU configs."
         )
-    ks, median = shown_ks(records)
-    every = sorted({int(m.group(1)) for r in records for k in r["metrics"] if (m := TOPK.match(k))})
-    trivial = [k for k in every if median is not None and k >= median]
+    trivial = trivial_ks_note(records, "the tables show")
     if trivial:
-        notes.append(
-            f"runs have a median of {median} configs: top-{trivial[0]} picks hold most runs "
-            "whole (slowdown 0 by construction), so the tables show "
-            + " and ".join(f"top-{k}" for k in ks)
-            + " (every k: topk_slowdown.png, metrics.json)."
-        )
+        notes.append(trivial + " (every k: topk_slowdown.png, metrics.json).")
     if _no_failures(payload, kind):
         notes.append(
             "no config failed: top-1 failed and validity accuracy (0 and 1 for every model) are "

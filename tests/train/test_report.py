@@ -194,6 +194,29 @@ def test_compare_pairs_models_across_outputs(tmp_path, capsys):
     assert "learnt from other measurements" in capsys.readouterr().err
 
 
+def test_compare_shows_the_top_k_the_report_shows_and_says_why(tmp_path, capsys):
+    """On runs of 4 configs train's report said top-5 is 0 by construction and showed top-1 and
+    top-3, while train.compare showed top5_slowdown (0.000 for every model). By default both
+    now show the same k (here runs of 3: top-1 and top-2), and compare says why."""
+    for name, shift in (("base", 0.0), ("variant", 1.0)):
+        write_report(tmp_path / name, [_result("m", s, shift + 0.1 * s) for s in (0, 1, 2)], plots=False)
+    assert compare_main([f"a={tmp_path / 'base'}:m", f"b={tmp_path / 'variant'}:m"]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert "top1_slowdown" in header and "top2_slowdown" in header
+    assert "top3_slowdown" not in header and "top5_slowdown" not in header
+    assert (
+        "Note: runs have a median of 3 configs: top-3 picks hold most runs whole (slowdown 0 by "
+        "construction), so the table shows top-1 and top-2"
+    ) in out
+    report = (tmp_path / "base" / "report.md").read_text()
+    assert "top-1 slowdown | top-2 slowdown |" in report and "top-5 slowdown" not in report
+    # Asked for by name, a trivial k is shown, without the default's note.
+    assert compare_main([f"a={tmp_path / 'base'}:m", "--metrics", "kendall_tau,top5_slowdown"]) == 0
+    out = capsys.readouterr().out
+    assert "top5_slowdown" in out.splitlines()[0] and "Note:" not in out
+
+
 def test_rows_key_follows_the_rows_not_their_order_or_columns():
     from train.experiment import rows_key
 
