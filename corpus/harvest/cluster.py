@@ -426,7 +426,8 @@ def connect(address: str) -> None:
         logger = logging.getLogger(RAY_AUTH_LOGGER)
         logger.addFilter(quiet)
         try:
-            ray.init(address=None, log_to_driver=False)
+            # "local", not None: None joins the cluster RAY_ADDRESS or `ray start` names
+            ray.init(address="local", log_to_driver=False)
         finally:
             logger.removeFilter(quiet)
 

@@ -170,11 +170,13 @@ def test_lanes_get_no_constructor_argument_that_a_restart_could_miss(tmp_path, o
     local``): Ray logs the line once per process, so the session's Ray instance, whose first
     lane creation may have logged it already, cannot show it. One run of its plan is committed
     first, so the committed runs the lanes compare with are not none, as on a dataset that
-    grows."""
+    grows. RAY_ADDRESS names a cluster that is not there: ``--ray local`` starts a Ray in the
+    process whatever the environment says (``ray.init(address=None)``, as before, joined the
+    cluster RAY_ADDRESS or ``ray start`` named, and here failed to)."""
     out = tmp_path / "d"
     index, count = one_run_shard
     harvest_in_process(out, *ONE_RUN_ARGS, "--shard", f"{index}/{count}", "--workers", "1")
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"PYTHONPATH": str(REPO)}
+    env = os.environ | {"RAY_ADDRESS": "127.0.0.1:9", "PYTHONPATH": str(REPO)}
     result = subprocess.run(
         harvest_command(out, *ONE_RUN_ARGS, "--ray", "local", "--workers", "1"),
         capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
