@@ -24,7 +24,7 @@ from corpus.ingest.rows import (
     import_harvest_id,
     imported_rows,
     imported_run_id,
-    legacy_harvest_id,
+    tuning_content,
 )
 from corpus.ingest.tritonparse import autotune_runs, graphs_of, open_trace, read_trace
 from corpus.run_writer import RunRows, RunWriter
@@ -226,10 +226,12 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
                 continue
         # Numbered among the run's tunings of this content, not all of its tunings: a copy of
         # the log without its first tunings gives the others the ids they had.
-        content = (key, import_harvest_id(run, 0))
-        harvest_id = import_harvest_id(run, alike[content])
-        alike[content] += 1
-        legacy = legacy_harvest_id(run, occurrence)
+        content = tuning_content(run)
+        alike_before = alike[(key, content)]
+        alike[(key, content)] += 1
+        harvest_id = import_harvest_id(run, alike_before, content)
+        # the id importers before 2026-11-24 gave it (counted among all the run's tunings)
+        legacy = harvest_id if occurrence == alike_before else import_harvest_id(run, occurrence, content)
         if (key, harvest_id) in committed or (key, legacy) in committed:
             summary.already_imported += 1
             continue

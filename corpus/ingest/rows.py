@@ -82,28 +82,28 @@ def imported_run_id(run: ImportedRun) -> str:
     return run_id(kernel_id(run.kernel_source, run.entry_name), run.signature, run.device_model, run.toolchain)
 
 
-def import_harvest_id(run: ImportedRun, occurrence: int) -> str:
-    """The ``harvest_id`` of one imported tuning: a hash of what the log says of it (its run,
-    the tool's ids, every config's outcome and timing) and ``occurrence``: how many tunings of
-    the same run with this very content came before it in the log, counting from 0. Importing
-    the same log again, the log after the tool appended to it, or a copy of it that lost its
-    first tunings, gives each tuning imported before the same id, so the import finds it
-    committed instead of writing it twice. (Counted among all tunings of the run, as importers
-    before 2026-11-24 did, a copy without the first tuning renumbered the others: each was
-    imported again; :func:`legacy_harvest_id`.)"""
+def tuning_content(run: ImportedRun) -> str:
+    """What the log says of one tuning, as text: the tool's ids and every config's outcome and
+    timing (what :func:`import_harvest_id` hashes; equal text, the same tuning content)."""
     outcomes = [
         [c.config.id, c.status, c.error, sorted(c.timing_ms.items()), c.source_ref, c.launch]
         for c in run.configs
     ]
     described = [run.source, run.source_ref, run.cache_hit, None if run.best is None else run.best.id, outcomes]
-    return content_hash("import", imported_run_id(run), str(occurrence), json.dumps(described, default=str))
+    return json.dumps(described, default=str)
 
 
-def legacy_harvest_id(run: ImportedRun, position: int) -> str:
-    """The ``harvest_id`` earlier importers gave ``run``, the ``position``-th tuning of its run
-    in the log (counting every tuning of the run, from 0): a dataset they wrote holds tunings
-    under it, which must be found committed too."""
-    return import_harvest_id(run, position)
+def import_harvest_id(run: ImportedRun, occurrence: int, content: str | None = None) -> str:
+    """The ``harvest_id`` of one imported tuning: a hash of its run, its :func:`tuning_content`
+    (``content``, when the caller has it already) and ``occurrence``: how many tunings of the
+    same run with this very content came before it in the log, counting from 0. Importing the
+    same log again, the log after the tool appended to it, or a copy of it that lost its first
+    tunings, gives each tuning imported before the same id, so the import finds it committed
+    instead of writing it twice. Importers before 2026-11-24 counted ``occurrence`` among all
+    tunings of the run (a copy without the first tuning renumbered the others, each imported
+    again); datasets they wrote hold those ids, which the import looks for too."""
+    content = tuning_content(run) if content is None else content
+    return content_hash("import", imported_run_id(run), str(occurrence), content)
 
 
 def imported_rows(run: ImportedRun, harvest_id: str, started_at: datetime) -> RunRows:
