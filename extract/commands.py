@@ -182,6 +182,15 @@ def describe_compile_error(exc: BaseException, fn: Any, target: str) -> str:
     return "\n".join(lines)
 
 
+def run_command(config: DescribeConfig | CompileConfig, out: TextIO | None = None) -> None:
+    """Do what one ``python -m extract`` command line asks: describe an IR file or compile a
+    kernel into a directory."""
+    if isinstance(config, CompileConfig):
+        compile_to_dir(config, out)
+    else:
+        describe(config, out)
+
+
 def _write_outputs(result: CompileResult, fn: Any, out_dir: Path, out: TextIO) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     name = str(result.metadata.get("name", fn.__name__))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extract.__main__ import main
+from extract.cli import main
 
 
 @pytest.mark.parametrize(

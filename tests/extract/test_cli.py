@@ -11,7 +11,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from extract.__main__ import main
+from extract.cli import main
 from tests.extract.conftest import HANDWRITTEN
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

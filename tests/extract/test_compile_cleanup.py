@@ -11,7 +11,7 @@ import pytest
 import torch
 from triton.backends.nvidia.compiler import get_ptxas
 
-from extract.__main__ import main as extract_main
+from extract.cli import main as extract_main
 from extract.compile import check_target, compile_call
 from tests.extract.kernels.pointwise import add_kernel
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from extract.__main__ import main
+from extract.cli import main
 from extract.kernel_args import parse_type, split_signature
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,149 @@
+"""Command line of ``python -m extract``: argument parsing into a frozen config, exit codes.
+
+``python -m extract FILE`` prints the graph of an IR file (:class:`~extract.commands.DescribeConfig`);
+``python -m extract compile KERNEL ...`` compiles a kernel without a GPU
+(:class:`~extract.commands.CompileConfig`). What they do is :func:`extract.commands.run_command`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from extract.commands import (
+    CompileConfig,
+    DescribeConfig,
+    KernelCompileError,
+    run_command,
+)
+from extract.graph import IrParseError
+from extract.kernel_args import split_signature
+from extract.kernel_loading import KernelLoadError
+from schemas.argtypes import non_empty_path, non_empty_text, positive_int
+from schemas.console import print_error
+
+
+@dataclass(frozen=True)
+class Command:
+    """One parsed command line: what to do, and whether a failure prints its traceback."""
+
+    config: DescribeConfig | CompileConfig
+    show_traceback: bool = False
+
+
+def build_describe_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m extract FILE``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m extract",
+        description="Print the graph of a TTIR/TTGIR file (node-link JSON), or see "
+        "'python -m extract compile -h' to compile a kernel without a GPU.",
+    )
+    parser.add_argument("file", type=non_empty_path, help="a .ttir or .ttgir file")
+    parser.add_argument(
+        "--format", choices=("json", "summary"), default="json", help="output (default: json)"
+    )
+    parser.add_argument(
+        "--target", help="compile target to record when the IR has none, e.g. cuda:90 (default: none)"
+    )
+    return parser
+
+
+def build_compile_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m extract compile KERNEL ...``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m extract compile",
+        description="Compile a @triton.jit kernel for an explicit target (no GPU needed); write its "
+        "IR files, graph JSON and static SASS stats.",
+    )
+    parser.add_argument(
+        "kernel",
+        help="path/to/file.py:KERNEL or package.module:KERNEL (a @triton.jit function, possibly "
+        "wrapped by @triton.autotune / @triton.heuristics or any wrapper holding it as .fn, "
+        "such as flag-gems' @libentry())",
+    )
+    parser.add_argument(
+        "--signature",
+        type=non_empty_text,
+        required=True,
+        help="comma-separated types of the non-constexpr parameters, positional or NAME:TYPE, "
+        "e.g. '*fp16,*fp16,*fp16,i32:16' (':16' divisible by 16, ':1' equal to 1; 'N:i32=4096' "
+        "gives the value a launch passes, which @triton.heuristics read). Types: "
+        "i1 i8 i16 i32 i64 u1 u8 u16 u32 u64 fp8e4nv fp8e5 fp8e4b15 fp8e4b8 fp8e5b16 fp16 bf16 "
+        "fp32 fp64, '*TYPE' for pointers, 'tensordesc<fp16[64,64]>' for a TensorDescriptor "
+        "(element type and block shape)",
+    )
+    parser.add_argument(
+        "--constexpr",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="repeatable; parameters with defaults or @triton.heuristics need none; dtypes as tl.float32",
+    )
+    parser.add_argument(
+        "--all-configs",
+        action="store_true",
+        help="compile every config of the kernel's @triton.autotune, each into OUT/config_NN",
+    )
+    parser.add_argument(
+        "--target", default="sm_90", help="sm_80, sm_90, cuda:90, ... (default: sm_90)"
+    )
+    parser.add_argument("--num-warps", type=positive_int, default=4, help="warps per program (default: 4)")
+    parser.add_argument(
+        "--num-stages", type=positive_int, default=3, help="software-pipelining stages of loops (default: 3)"
+    )
+    parser.add_argument(
+        "--num-ctas", type=positive_int, default=1, help="CTAs per cluster, sm_90 and newer (default: 1)"
+    )
+    parser.add_argument("--out", type=non_empty_path, required=True, help="output directory")
+    parser.add_argument(
+        "--traceback", action="store_true", help="print the full traceback of a failure"
+    )
+    return parser
+
+
+def parse(argv: list[str]) -> Command:
+    """The command ``argv`` asks for (argparse exits 2 on a malformed command line)."""
+    if argv and argv[0] == "compile":
+        args = build_compile_parser().parse_args(argv[1:])
+        pairs = []
+        for item in args.constexpr:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise SystemExit(f"--constexpr expects NAME=VALUE, got {item!r}")
+            pairs.append((name.strip(), value.strip()))
+        config: DescribeConfig | CompileConfig = CompileConfig(
+            kernel=args.kernel,
+            signature=tuple(split_signature(args.signature)),
+            constexprs=tuple(pairs),
+            target=args.target,
+            num_warps=args.num_warps,
+            num_stages=args.num_stages,
+            num_ctas=args.num_ctas,
+            out_dir=args.out,
+            all_configs=args.all_configs,
+        )
+        return Command(config, show_traceback=args.traceback)
+    args = build_describe_parser().parse_args(argv)
+    return Command(DescribeConfig(path=args.file, output_format=args.format, target=args.target))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m extract`` on ``argv`` (default: the process's arguments); the exit code."""
+    command = parse(list(sys.argv[1:] if argv is None else argv))
+    try:
+        run_command(command.config)
+    except KernelLoadError as exc:
+        # KERNEL names nothing compilable: bad input on the command line, exit 2 as argparse's
+        # refusals and the other commands' bad input do (1 is for input that fails later).
+        print_error(Console(stderr=True), str(exc))
+        return 2
+    except (IrParseError, OSError, ValueError, ImportError, KernelCompileError) as exc:
+        if command.show_traceback:
+            traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
+        print_error(Console(stderr=True), str(exc))
+        return 1
+    return 0
