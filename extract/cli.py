@@ -18,6 +18,7 @@ from extract.commands import (
     CompileConfig,
     DescribeConfig,
     KernelCompileError,
+    UsageError,
     run_command,
 )
 from extract.graph import IrParseError
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     command = parse(list(sys.argv[1:] if argv is None else argv))
     try:
         run_command(command.config)
-    except KernelLoadError as exc:
+    except (UsageError, KernelLoadError) as exc:
         # KERNEL names nothing compilable: bad input on the command line, exit 2 as argparse's
         # refusals and the other commands' bad input do (1 is for input that fails later).
         print_error(Console(stderr=True), str(exc))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -28,25 +29,61 @@ class DescribeConfig:
     target: str | None = None
 
 
-def check_ir_file(path: Path) -> None:
-    """Refuse, naming the file, what cannot be IR text: an empty file or one that is not UTF-8
-    (a cubin or an archive passed by mistake) — before the parser sees it."""
-    data = Path(path).read_bytes()
-    if not data.strip():
-        raise ValueError(f"{path}: the file is empty (expected TTIR or TTGIR text)")
+class UsageError(ValueError):
+    """Bad input, refused before any work starts (``python -m extract`` exits 2); the message
+    is one line naming the thing at fault."""
+
+
+_IR_TARGET = re.compile(r'\bttg\.target\s*=\s*"([^"]*)"')
+
+
+def read_ir_text(path: Path) -> str:
+    """The text of an IR file; :class:`UsageError` naming the file for one that cannot be read
+    or cannot be IR text: missing, a directory, unreadable, empty, or not UTF-8 (a cubin or an
+    archive passed by mistake) -- before the parser sees it."""
     try:
-        data.decode("utf-8")
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (expected a .ttir or .ttgir file)") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory (expected a .ttir or .ttgir file)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not data.strip():
+        raise UsageError(f"{path}: the file is empty (expected TTIR or TTGIR text)")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(
+        raise UsageError(
             f"{path}: not a text file (byte {exc.start} is not UTF-8); expected TTIR or TTGIR text"
         ) from None
 
 
+def canonical_target(text: str) -> str:
+    """``text`` as the dataset records targets ('sm_90' -> 'cuda:90'); :class:`UsageError`
+    naming it when it is no GPU target."""
+    try:
+        return target_string(text)
+    except ValueError as exc:
+        raise UsageError(f"--target: {exc}") from None
+
+
 def describe(config: DescribeConfig, out: TextIO | None = None) -> IrGraph:
-    """Build the graph of ``config.path`` and print it as node-link JSON or a summary."""
+    """Build the graph of ``config.path`` and print it as node-link JSON or a summary.
+
+    ``config.target`` is recorded when the IR names none (TTIR); a target the IR contradicts
+    (its ``ttg.target``) is refused, as are files that cannot be IR text (:class:`UsageError`).
+    """
     out = out or sys.stdout
-    check_ir_file(config.path)
-    graph = IrGraph.from_file(config.path, target=config.target)
+    target = canonical_target(config.target) if config.target is not None else None
+    text = read_ir_text(config.path)
+    named = _IR_TARGET.search(text)
+    if target is not None and named is not None and named.group(1) != target:
+        raise UsageError(
+            f"--target {config.target}: {config.path} was compiled for {named.group(1)} "
+            "(its ttg.target); leave --target out"
+        )
+    graph = IrGraph.from_file(config.path, target=target)
     if config.output_format == "summary":
         out.write(summary_table(graph))
     else:
