@@ -23,7 +23,6 @@ from extract.commands import (
 )
 from extract.graph import IrParseError
 from extract.kernel_args import split_signature
-from extract.kernel_loading import KernelLoadError
 from schemas.argtypes import non_empty_path, non_empty_text, positive_int
 from schemas.console import print_error
 
@@ -133,18 +132,21 @@ def parse(argv: list[str]) -> Command:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``python -m extract`` on ``argv`` (default: the process's arguments); the exit code."""
+    """Run ``python -m extract`` on ``argv`` (default: the process's arguments); the exit code:
+    0 done, 2 bad input refused before any work (one line names it), 1 the work failed
+    (invalid IR, a kernel Triton cannot compile, an output that could not be written)."""
     command = parse(list(sys.argv[1:] if argv is None else argv))
+    console = Console(stderr=True)
     try:
         run_command(command.config)
-    except (UsageError, KernelLoadError) as exc:
-        # KERNEL names nothing compilable: bad input on the command line, exit 2 as argparse's
-        # refusals and the other commands' bad input do (1 is for input that fails later).
-        print_error(Console(stderr=True), str(exc))
+    except UsageError as exc:
+        if command.show_traceback and exc.__cause__ is not None:  # a kernel module's import
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
+        print_error(console, str(exc))
         return 2
     except (IrParseError, OSError, ValueError, ImportError, KernelCompileError) as exc:
         if command.show_traceback:
             traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
-        print_error(Console(stderr=True), str(exc))
+        print_error(console, str(exc))
         return 1
     return 0

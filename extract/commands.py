@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import traceback
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,8 @@ from typing import Any, TextIO
 
 from extract.compile import CompileResult, compile_call, target_string
 from extract.graph import IrGraph
-from extract.kernel_args import compile_args
-from extract.kernel_loading import load_kernel
+from extract.kernel_args import CompileArgs, compile_args
+from extract.kernel_loading import KernelLoadError, LoadedKernel, load_kernel, names_a_file
 from extract.sass import static_stats
 from extract.triton_compat import def_line_number
 
@@ -143,29 +144,95 @@ class KernelCompileError(Exception):
     message and the offending source line), ``__cause__`` the full original exception."""
 
 
+@dataclass(frozen=True)
+class CompilePlan:
+    """What ``compile`` will do, every argument checked: the kernel, and per output directory
+    the arguments of its compile (one per autotune config with ``all_configs``)."""
+
+    kernel: LoadedKernel
+    jobs: tuple[tuple[Path, CompileArgs], ...]
+
+
+def plan_compile(config: CompileConfig) -> CompilePlan:
+    """Load the kernel and check every argument against it, compiling nothing and writing
+    nothing; :class:`UsageError` (one line naming the thing at fault) for bad input."""
+    kernel = _load_kernel(config.kernel)
+    constexprs = dict(config.constexprs)
+    try:
+        if config.all_configs:
+            if not kernel.configs:
+                raise ValueError(f"--all-configs: {kernel.name} has no @triton.autotune configs")
+            jobs = tuple(
+                (
+                    config.out_dir / f"config_{index:02d}",
+                    compile_args(kernel, config.signature, constexprs, autotune),
+                )
+                for index, autotune in enumerate(kernel.configs)
+            )
+        else:
+            jobs = ((config.out_dir, compile_args(kernel, config.signature, constexprs)),)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    return CompilePlan(kernel, jobs)
+
+
+def _load_kernel(spec: str) -> LoadedKernel:
+    """``load_kernel(spec)``, every way it can fail on bad input as a :class:`UsageError`: a
+    malformed spec, a missing or unreadable file, a module that does not import (its own
+    exception, where it was raised, in the message; the original as ``__cause__``), a name it
+    lacks or that is no kernel."""
+    location, _, name = spec.rpartition(":")
+    if not location or not name:
+        raise UsageError(f"KERNEL {spec!r}: expected path/to/file.py:NAME or package.module:NAME")
+    if names_a_file(location):
+        path = Path(location)
+        try:
+            path.open("rb").close()
+        except FileNotFoundError:
+            raise UsageError(f"KERNEL {spec!r}: no such kernel file: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"KERNEL {spec!r}: {path} is a directory, not a Python file") from None
+        except OSError as exc:
+            raise UsageError(f"KERNEL {spec!r}: cannot read {path} ({exc.strerror or exc})") from None
+    try:
+        return load_kernel(spec)
+    except KernelLoadError as exc:  # the name is missing or is no kernel
+        raise UsageError(str(exc)) from None
+    except ModuleNotFoundError as exc:
+        if not names_a_file(location):  # import_kernel_module's message names both modules
+            raise UsageError(str(exc)) from exc
+        raise UsageError(f"importing {location} failed: {_exception_line(exc)}") from exc
+    except (Exception, SystemExit) as exc:  # the module's own code may raise anything, exit too
+        raise UsageError(f"importing {location} failed: {_exception_line(exc)}") from exc
+
+
+def _exception_line(exc: BaseException) -> str:
+    """``Type: message`` on one line, and where it was raised (a syntax error's message says
+    where already)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<frozen")  # importlib's own machinery
+    ]
+    if frames and not isinstance(exc, SyntaxError):
+        line += f" (at {frames[-1].filename}:{frames[-1].lineno})"
+    return line
+
+
 def compile_to_dir(config: CompileConfig, out: TextIO | None = None) -> list[CompileResult]:
     """Compile, then write IR files, graph JSON (TTIR, TTGIR) and static stats to the
     output directory (one subdirectory per autotune config with ``all_configs``); print one
-    line per file written. Bad arguments raise ``ValueError`` before anything compiles."""
+    line per file written. Bad input raises :class:`UsageError` before anything compiles
+    (:func:`plan_compile`); a compile failure :class:`KernelCompileError`."""
     out = out or sys.stdout
-    kernel = load_kernel(config.kernel)
+    plan = plan_compile(config)
+    kernel = plan.kernel
     if len(kernel.wrappers) > 0:
         out.write(f"{kernel.name}: unwrapped {' -> '.join(kernel.wrappers)} -> JITFunction\n")
-    constexprs = dict(config.constexprs)
-    if config.all_configs:
-        if not kernel.configs:
-            raise ValueError(f"--all-configs: {kernel.name} has no @triton.autotune configs")
-        jobs = [
-            (
-                config.out_dir / f"config_{index:02d}",
-                compile_args(kernel, config.signature, constexprs, autotune),
-            )
-            for index, autotune in enumerate(kernel.configs)
-        ]
-    else:
-        jobs = [(config.out_dir, compile_args(kernel, config.signature, constexprs))]
     results = []
-    for out_dir, prepared in jobs:
+    for out_dir, prepared in plan.jobs:
         options = {
             "num_warps": config.num_warps,
             "num_stages": config.num_stages,

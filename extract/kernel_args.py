@@ -298,7 +298,11 @@ def compile_args(
     types = _runtime_types(fn, signature)
     args: dict[str, Any] = {name: _example_value(parsed) for name, parsed in types.items()}
     given = {n for n, p in types.items() if p.value is not None or p.is_pointer or p.is_descriptor}
-    args.update({name: constexpr_value(text) for name, text in constexprs.items()})
+    for name, text in constexprs.items():
+        try:
+            args[name] = constexpr_value(text)
+        except ValueError as exc:
+            raise ValueError(f"--constexpr {name}={text}: {exc}") from None
     options: dict[str, int] = {}
     if config is not None:
         args.update({k: v for k, v in config.kwargs.items() if k not in constexprs})

@@ -29,6 +29,7 @@ __all__ = [
     "import_kernel_module",
     "kernel_names",
     "load_kernel",
+    "names_a_file",
     "unwrap",
 ]
 
@@ -119,7 +120,8 @@ def _kernels_line(module: Any) -> str:
     return f"its kernels: {', '.join(names)}" if names else "it defines no Triton kernel"
 
 
-def _looks_like_file(location: str) -> bool:
+def names_a_file(location: str) -> bool:
+    """Whether the ``location`` of ``LOCATION:NAME`` is a file path (else a dotted module name)."""
     return (
         location.endswith(".py") or "/" in location or "\\" in location or Path(location).is_file()
     )
@@ -127,7 +129,7 @@ def _looks_like_file(location: str) -> bool:
 
 def import_kernel_module(location: str) -> Any:
     """The module at ``location``: a Python file path or an importable dotted module name."""
-    if not _looks_like_file(location):
+    if not names_a_file(location):
         try:
             return importlib.import_module(location)
         except ModuleNotFoundError as exc:

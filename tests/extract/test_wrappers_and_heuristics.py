@@ -37,7 +37,7 @@ def test_heuristic_without_its_input_is_an_error_naming_it(
 ) -> None:
     """Before: the heuristic ran on a placeholder n_cols (3) and compiled BLOCK_N=16 silently."""
     args = ["compile", f"{BYOK}:wrapped_row_kernel", "--signature", "*fp32,*fp32,i32"]
-    assert main([*args, "--out", str(tmp_path)]) == 1
+    assert main([*args, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "the @triton.heuristics value of BLOCK_N reads n_cols, which has no value" in err
     assert "--signature n_cols:TYPE=VALUE" in err and not list(tmp_path.iterdir())

@@ -1,0 +1,68 @@
+"""``python -m extract compile`` refuses bad input before compiling anything: exit 2, nothing on
+stdout, one line on stderr naming the thing at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from extract.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+BYOK = REPO / "tests" / "extract" / "kernels" / "byok" / "ops.py"
+
+
+def _refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """The one error line of a compile refused as bad input."""
+    assert main(["compile", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1, captured.err
+    return captured.err
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('import triton\nraise RuntimeError("no GPU found")\n', "RuntimeError: no GPU found (at {path}:2)"),
+        ("def kernel(:\n", "SyntaxError: invalid syntax (broken.py, line 1)"),
+        ("import no_such_dependency_xyz\n", "ModuleNotFoundError: No module named 'no_such_dependency_xyz' (at {path}:1)"),
+        ("import sys\nsys.exit(3)\n", "SystemExit: 3 (at {path}:2)"),
+    ],
+)
+def test_a_kernel_file_that_fails_to_import_is_refused_naming_it(
+    source: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the module's exception escaped with a traceback (exit 1), or its sys.exit ended
+    the command with the module's own code."""
+    path = tmp_path / "broken.py"
+    path.write_text(source)
+    err = _refused(capsys, [f"{path}:kernel", "--signature", "*fp32", "--out", str(tmp_path / "out")])
+    assert err == f"error: importing {path} failed: {expected.format(path=path)}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_traceback_shows_where_a_kernel_module_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "broken.py"
+    path.write_text('raise RuntimeError("no GPU found")\n')
+    argv = ["compile", f"{path}:kernel", "--signature", "*fp32", "--out", str(tmp_path), "--traceback"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and err.rstrip().endswith("no GPU found (at " + f"{path}:1)")
+
+
+def test_a_missing_kernel_file_or_a_malformed_kernel_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = ["--signature", "*fp32", "--out", str(tmp_path / "out")]
+    missing = tmp_path / "nope.py"
+    assert _refused(capsys, [f"{missing}:k", *out]) == f"error: KERNEL '{missing}:k': no such kernel file: {missing}\n"
+    directory = tmp_path / "pkg.py"
+    directory.mkdir()
+    assert f"{directory} is a directory" in _refused(capsys, [f"{directory}:k", *out])
+    assert "expected path/to/file.py:NAME or package.module:NAME" in _refused(capsys, [str(BYOK), *out])
+
+
+def test_a_bad_constexpr_value_names_the_constexpr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [f"{BYOK}:row_cast_kernel", "--signature", "*fp32,*fp32,i32", "--constexpr", "OUT_DTYPE=tl.float17"]
+    err = _refused(capsys, [*argv, "--out", str(tmp_path)])
+    assert err.startswith("error: --constexpr OUT_DTYPE=tl.float17: 'tl.float17' is not a Triton dtype")
