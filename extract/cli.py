@@ -21,6 +21,7 @@ from extract.commands import (
     UsageError,
     run_command,
 )
+from extract.compile import check_target, target_string
 from extract.graph import IrParseError
 from extract.kernel_args import split_signature
 from schemas.argtypes import non_empty_path, non_empty_text, positive_int
@@ -106,37 +107,76 @@ def build_compile_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str]) -> Command:
-    """The command ``argv`` asks for (argparse exits 2 on a malformed command line)."""
+    """The command ``argv`` asks for. A malformed command line exits 2 (argparse); a value that
+    cannot be right whatever the kernel (a target, a warp count, a ``--constexpr`` without
+    ``=``, an empty ``--signature`` entry) is a :class:`UsageError`."""
     if argv and argv[0] == "compile":
         args = build_compile_parser().parse_args(argv[1:])
-        pairs = []
-        for item in args.constexpr:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise SystemExit(f"--constexpr expects NAME=VALUE, got {item!r}")
-            pairs.append((name.strip(), value.strip()))
-        config: DescribeConfig | CompileConfig = CompileConfig(
-            kernel=args.kernel,
-            signature=tuple(split_signature(args.signature)),
-            constexprs=tuple(pairs),
-            target=args.target,
-            num_warps=args.num_warps,
-            num_stages=args.num_stages,
-            num_ctas=args.num_ctas,
-            out_dir=args.out,
-            all_configs=args.all_configs,
-        )
-        return Command(config, show_traceback=args.traceback)
+        return Command(_compile_config(args), show_traceback=args.traceback)
     args = build_describe_parser().parse_args(argv)
     return Command(DescribeConfig(path=args.file, output_format=args.format, target=args.target))
+
+
+def _compile_config(args: argparse.Namespace) -> CompileConfig:
+    try:
+        target = check_target(args.target)  # also: one the installed Triton's ptxas knows
+    except ValueError as exc:
+        raise UsageError(f"--target {args.target}: {exc}") from None
+    if args.num_warps & (args.num_warps - 1):
+        raise UsageError(f"--num-warps {args.num_warps}: Triton needs a power of 2 (1, 2, 4, 8, ...)")
+    if args.num_ctas > 1 and target.backend == "cuda" and int(target.arch) < 90:
+        raise UsageError(
+            f"--num-ctas {args.num_ctas}: CTA clusters need sm_90 or newer; the target is "
+            f"{target_string(target)}"
+        )
+    return CompileConfig(
+        kernel=args.kernel,
+        signature=_signature_entries(args.signature),
+        constexprs=_constexpr_pairs(args.constexpr),
+        target=target_string(target),
+        num_warps=args.num_warps,
+        num_stages=args.num_stages,
+        num_ctas=args.num_ctas,
+        out_dir=args.out,
+        all_configs=args.all_configs,
+    )
+
+
+def _signature_entries(text: str) -> tuple[str, ...]:
+    """``--signature``'s entries; an empty one is refused: dropping it would move every later
+    positional type onto the wrong parameter."""
+    entries = tuple(entry.strip() for entry in split_signature(text))
+    for position, entry in enumerate(entries, 1):
+        if not entry:
+            raise UsageError(f"--signature {text!r}: entry {position} of {len(entries)} is empty")
+    return entries
+
+
+def _constexpr_pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--constexpr NAME=VALUE`` options as pairs; a NAME that is no identifier, or given
+    twice (the last one would win silently), is refused."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--constexpr {item!r}: expected NAME=VALUE, e.g. BLOCK=128")
+        if name in pairs:
+            raise UsageError(f"--constexpr {name} is given twice ({pairs[name]} and {value.strip()})")
+        pairs[name] = value.strip()
+    return tuple(pairs.items())
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``python -m extract`` on ``argv`` (default: the process's arguments); the exit code:
     0 done, 2 bad input refused before any work (one line names it), 1 the work failed
     (invalid IR, a kernel Triton cannot compile, an output that could not be written)."""
-    command = parse(list(sys.argv[1:] if argv is None else argv))
     console = Console(stderr=True)
+    try:
+        command = parse(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        print_error(console, str(exc))
+        return 2
     try:
         run_command(command.config)
     except UsageError as exc:

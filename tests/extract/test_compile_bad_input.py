@@ -66,3 +66,29 @@ def test_a_bad_constexpr_value_names_the_constexpr(tmp_path: Path, capsys: pytes
     argv = [f"{BYOK}:row_cast_kernel", "--signature", "*fp32,*fp32,i32", "--constexpr", "OUT_DTYPE=tl.float17"]
     err = _refused(capsys, [*argv, "--out", str(tmp_path)])
     assert err.startswith("error: --constexpr OUT_DTYPE=tl.float17: 'tl.float17' is not a Triton dtype")
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--target", "sm_bogus"], "error: --target sm_bogus: unrecognised GPU target 'sm_bogus'"),
+        (["--target", "sm_1000"], "error: --target sm_1000: the installed Triton cannot compile for sm_1000"),
+        (["--num-warps", "3"], "error: --num-warps 3: Triton needs a power of 2"),
+        (["--num-ctas", "2", "--target", "sm_80"], "error: --num-ctas 2: CTA clusters need sm_90 or newer; the target is cuda:80"),
+        (["--constexpr", "BLOCK"], "error: --constexpr 'BLOCK': expected NAME=VALUE"),
+        (["--constexpr", "=4"], "error: --constexpr '=4': expected NAME=VALUE"),
+        (["--constexpr", "BLOCK=16", "--constexpr", "BLOCK=32"], "error: --constexpr BLOCK is given twice (16 and 32)"),
+        (["--signature", "*fp32,,i32"], "error: --signature '*fp32,,i32': entry 2 of 3 is empty"),
+        (["--signature", "*fp32,i32,"], "error: --signature '*fp32,i32,': entry 3 of 3 is empty"),
+    ],
+)
+def test_option_values_that_cannot_be_right_are_refused_before_loading_the_kernel(
+    options: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a bad target, warp count or CTA count failed inside Triton's compile (exit 1, three
+    lines), a --constexpr without '=' ended the command with a bare message (exit 1), a
+    repeated --constexpr took the last value silently, and an empty --signature entry was
+    dropped, moving the later positional types onto the wrong parameters."""
+    missing_module = tmp_path / "not_imported.py"  # refused before the kernel is looked for
+    argv = [f"{missing_module}:k", "--signature", "*fp32", *options, "--out", str(tmp_path / "out")]
+    assert _refused(capsys, argv).startswith(expected)
