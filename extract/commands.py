@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import traceback
@@ -173,7 +174,23 @@ def plan_compile(config: CompileConfig) -> CompilePlan:
             jobs = ((config.out_dir, compile_args(kernel, config.signature, constexprs)),)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    for out_dir, _ in jobs:
+        check_out_dir(out_dir, config.out_dir)
     return CompilePlan(kernel, jobs)
+
+
+def check_out_dir(path: Path, option: Path | None = None) -> None:
+    """Refuse (:class:`UsageError`, naming ``--out``) a directory that cannot be made or written
+    into: it, or the closest part of it that exists, is not a directory or not writable.
+    ``option`` is the ``--out`` given, when ``path`` lies under it."""
+    given = option if option is not None else path
+    existing = path
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"--out {given}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {given}: {existing} is not writable")
 
 
 def _load_kernel(spec: str) -> LoadedKernel:

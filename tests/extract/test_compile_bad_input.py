@@ -3,6 +3,7 @@ stdout, one line on stderr naming the thing at fault."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,34 @@ def test_option_values_that_cannot_be_right_are_refused_before_loading_the_kerne
     missing_module = tmp_path / "not_imported.py"  # refused before the kernel is looked for
     argv = [f"{missing_module}:k", "--signature", "*fp32", *options, "--out", str(tmp_path / "out")]
     assert _refused(capsys, argv).startswith(expected)
+
+
+def test_an_out_path_that_cannot_be_a_directory_is_refused_before_compiling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the kernel compiled, then writing failed with '[Errno 17] File exists' (exit 1)."""
+    in_the_way = tmp_path / "out"
+    in_the_way.write_text("a file")
+    argv = [f"{BYOK}:typed_kernel", "--signature", "*fp16,i32,*i8"]
+    err = _refused(capsys, [*argv, "--out", str(in_the_way)])
+    assert err == f"error: --out {in_the_way}: {in_the_way} is a file, not a directory\n"
+    err = _refused(capsys, [*argv, "--out", str(in_the_way / "sub")])
+    assert err == f"error: --out {in_the_way / 'sub'}: {in_the_way} is a file, not a directory\n"
+
+
+def test_an_all_configs_subdirectory_in_the_way_is_refused_before_compiling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "config_01").write_text("a file")
+    argv = [f"{BYOK}:scale_kernel", "--signature", "*fp32,*fp32,fp32,i32:16", "--all-configs"]
+    err = _refused(capsys, [*argv, "--out", str(tmp_path)])
+    assert err == f"error: --out {tmp_path}: {tmp_path / 'config_01'} is a file, not a directory\n"
+    assert not (tmp_path / "config_00").exists()  # nothing compiled, nothing written
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any directory")
+def test_an_out_directory_that_is_not_writable_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    argv = [f"{BYOK}:typed_kernel", "--signature", "*fp16,i32,*i8", "--out", str(locked / "out")]
+    assert _refused(capsys, argv) == f"error: --out {locked / 'out'}: {locked} is not writable\n"
