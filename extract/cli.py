@@ -40,15 +40,27 @@ def build_describe_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m extract FILE``."""
     parser = argparse.ArgumentParser(
         prog="python -m extract",
-        description="Print the graph of a TTIR/TTGIR file (node-link JSON), or see "
-        "'python -m extract compile -h' to compile a kernel without a GPU.",
-    )
-    parser.add_argument("file", type=non_empty_path, help="a .ttir or .ttgir file")
-    parser.add_argument(
-        "--format", choices=("json", "summary"), default="json", help="output (default: json)"
+        description="Print the graph of a TTIR/TTGIR file as node-link JSON or a summary table, "
+        "or see 'python -m extract compile -h' to compile a kernel without a GPU. Exit 2: bad "
+        "input (a file that cannot be read or is not text, a bad --target), refused before "
+        "parsing; exit 1: the IR is invalid (FILE:LINE:COL named).",
     )
     parser.add_argument(
-        "--target", help="compile target to record when the IR has none, e.g. cuda:90 (default: none)"
+        "file",
+        type=non_empty_path,
+        help="a .ttir or .ttgir file (the suffix gives the level; another suffix: read from the IR)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("json", "summary"),
+        default="json",
+        help="json: the node-link graph on one line, for networkx.node_link_graph(data, "
+        "edges='edges'); summary: graph facts and the most frequent operations (default: json)",
+    )
+    parser.add_argument(
+        "--target",
+        help="compile target to record when the IR names none (TTIR), e.g. sm_90 or cuda:90, "
+        "recorded as cuda:90; refused when it contradicts a TTGIR file's ttg.target (default: none)",
     )
     return parser
 
@@ -58,7 +70,9 @@ def build_compile_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m extract compile",
         description="Compile a @triton.jit kernel for an explicit target (no GPU needed); write its "
-        "IR files, graph JSON and static SASS stats.",
+        "IR files, graph JSON and static SASS stats. Exit 2: bad input (kernel, signature, "
+        "constexprs, target, options, --out), refused before compiling, one line naming it; "
+        "exit 1: Triton could not compile the kernel.",
     )
     parser.add_argument(
         "kernel",
@@ -82,26 +96,37 @@ def build_compile_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="repeatable; parameters with defaults or @triton.heuristics need none; dtypes as tl.float32",
+        help="repeatable, once per NAME; integers, floats, True/False, Triton dtypes as tl.float32, "
+        "else a string; parameters with defaults or @triton.heuristics need none, and the "
+        "command line wins over both and over autotune configs",
     )
     parser.add_argument(
         "--all-configs",
         action="store_true",
-        help="compile every config of the kernel's @triton.autotune, each into OUT/config_NN",
+        help="compile every config of the kernel's @triton.autotune, each into OUT/config_NN "
+        "(a config's num_warps and num_stages replace the command line's)",
     )
     parser.add_argument(
-        "--target", default="sm_90", help="sm_80, sm_90, cuda:90, ... (default: sm_90)"
+        "--target",
+        default="sm_90",
+        help="sm_80, sm_90, cuda:90, 90, or hip:gfx942 for AMD; a CUDA arch the installed "
+        "Triton's ptxas knows (default: sm_90)",
     )
-    parser.add_argument("--num-warps", type=positive_int, default=4, help="warps per program (default: 4)")
+    parser.add_argument("--num-warps", type=positive_int, default=4, help="warps per program, a power of 2; an autotune config's or a heuristic's wins (default: 4)")
     parser.add_argument(
         "--num-stages", type=positive_int, default=3, help="software-pipelining stages of loops (default: 3)"
     )
     parser.add_argument(
-        "--num-ctas", type=positive_int, default=1, help="CTAs per cluster, sm_90 and newer (default: 1)"
+        "--num-ctas", type=positive_int, default=1, help="CTAs per cluster; more than 1 needs sm_90 or newer (default: 1)"
     )
-    parser.add_argument("--out", type=non_empty_path, required=True, help="output directory")
     parser.add_argument(
-        "--traceback", action="store_true", help="print the full traceback of a failure"
+        "--out",
+        type=non_empty_path,
+        required=True,
+        help="output directory, made if missing; files of the same names in it are replaced",
+    )
+    parser.add_argument(
+        "--traceback", action="store_true", help="print the full traceback of a failed compile or of a kernel module's failed import"
     )
     return parser
 
