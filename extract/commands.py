@@ -67,7 +67,7 @@ def canonical_target(text: str) -> str:
     try:
         return target_string(text)
     except ValueError as exc:
-        raise UsageError(f"--target: {exc}") from None
+        raise UsageError(f"--target {text}: {exc}") from None
 
 
 def describe(config: DescribeConfig, out: TextIO | None = None) -> IrGraph:

@@ -62,7 +62,7 @@ def test_an_unreadable_file_is_refused_naming_it(tmp_path, capsys):
 def test_a_bad_target_is_refused(capsys):
     """Before: any --target text was recorded as the graph's target, silently."""
     err = _refused(capsys, [str(README_EXAMPLE), "--target", "sm_bogus"])
-    assert err.startswith("error: --target: unrecognised GPU target 'sm_bogus'")
+    assert err.startswith("error: --target sm_bogus: unrecognised GPU target 'sm_bogus'")
 
 
 def test_a_target_the_ir_contradicts_is_refused(fixture_dir: Path, capsys):
@@ -79,3 +79,20 @@ def test_the_target_of_ttir_is_recorded_in_canonical_form(capsys):
     """Before: 'sm_90' was recorded as written, not as the dataset's 'cuda:90'."""
     assert main([str(README_EXAMPLE), "--target", "sm_90"]) == 0
     assert json.loads(capsys.readouterr().out)["graph"]["target"] == "cuda:90"
+
+
+def test_the_module_entry_exits_2_with_one_line(tmp_path):
+    """Smoke test of ``python -m extract`` as a process: the exit code reaches the shell."""
+    import subprocess
+    import sys
+
+    missing = tmp_path / "missing.ttgir"
+    completed = subprocess.run(
+        [sys.executable, "-m", "extract", str(missing)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert completed.stderr == f"error: {missing}: no such file (expected a .ttir or .ttgir file)\n"
