@@ -7,6 +7,6 @@ compiled to IR first, which needs ``extract`` and Triton; ``train`` imports ``sc
 """
 from __future__ import annotations
 
-from corpus.guide.plugin import ConfigRanker, prune_configs
+from corpus.guide.plugin import ConfigRanker, attach, prune_configs
 
-__all__ = ["ConfigRanker", "prune_configs"]
+__all__ = ["ConfigRanker", "attach", "prune_configs"]

@@ -102,6 +102,53 @@ def prune_configs(
     }
 
 
+def attach(
+    kernel: Any,
+    model: str | Path,
+    top_k: int = 4,
+    *,
+    target: str | None = None,
+    compile_timeout_s: float = 120.0,
+) -> ConfigRanker:
+    """Guide a kernel that a library already decorated with ``triton.autotune`` (liger-kernel's,
+    flag-gems' ``libtuner``): from its next new tuning key on, Triton benchmarks only the
+    ``top_k`` configs the checkpoint ``model`` ranks best. Returns the provider (its counters).
+
+    ``kernel`` is the autotuned kernel or a wrapper holding it as ``.fn`` (flag-gems'
+    ``@libentry()``). The kernel's own ``early_config_prune`` keeps running first; attaching
+    again replaces the provider instead of stacking two. Keys tuned before stay as tuned.
+    Raises ``TypeError`` when nothing under ``kernel`` is a ``triton.autotune`` autotuner (there
+    is nothing to guide; assigning ``prune_configs_by`` to a decorated kernel is silently
+    ignored by Triton, which reads it once, at decoration).
+    """
+    autotuner = autotuner_of(kernel)
+    own = autotuner.early_config_prune
+    if isinstance(own, ConfigRanker):  # attached before: keep the kernel's own prune only
+        own = own.early_config_prune
+    ranker = ConfigRanker(
+        model, top_k, target=target, early_config_prune=own, compile_timeout_s=compile_timeout_s
+    )
+    autotuner.early_config_prune = ranker
+    return ranker
+
+
+def autotuner_of(kernel: Any) -> Any:
+    """The ``triton.runtime.Autotuner`` (or subclass, such as flag-gems' ``LibTuner``) that is
+    ``kernel`` or lies under its ``.fn`` wrappers; ``TypeError`` naming ``kernel`` if none."""
+    from triton.runtime.autotuner import Autotuner
+
+    obj, seen = kernel, 0
+    while obj is not None and seen < 16:  # wrappers nest a few deep; a cycle must not hang
+        if isinstance(obj, Autotuner):
+            return obj
+        obj, seen = getattr(obj, "fn", None), seen + 1
+    name = getattr(kernel, "__name__", None) or type(kernel).__name__
+    raise TypeError(
+        f"corpus.guide.attach: {name} is not autotuned (no triton.autotune autotuner under it), "
+        f"so there are no configs to rank"
+    )
+
+
 def _calling_autotuner(depth: int = 4) -> Any:
     """The ``triton.runtime.Autotuner`` whose method called us (``self`` of a caller frame)."""
     from triton.runtime.autotuner import Autotuner
