@@ -12,6 +12,11 @@
 - ``Autotuner.run`` is wrapped to see the actual arguments of the tuned call (the listener does
   not pass them) and, on the interpreter, to hand the autotuner a CPU-time bench (Triton's own
   benchmarker needs a GPU driver).
+- A subclass of ``Autotuner`` with a ``run`` of its own that never calls ``Autotuner.run``
+  (flag-gems' ``LibTuner``: its own key strategy, policy and SQLite cache) tunes where neither
+  hook sees it. Its ``run`` is wrapped too (classes made during the recording included, through
+  ``Autotuner.__init_subclass__``), only to report each such tuning as not recorded: it used to
+  pass in silence, a flag-gems workload ending in "recorded 0 run(s)".
 
 The knob listeners go through :mod:`extract.triton_compat` (chained to the hooks installed
 before, which are back in place on exit); ``Autotuner.run`` is restored on exit too.
@@ -178,6 +183,11 @@ class TritonHooks:
         """Tuned calls served from the autotuner's in-memory cache (no event, nothing written)."""
         self.failed_tunings: list[str] = []
         """Autotuned calls that raised before their tuning finished (kernel: exception)."""
+        self.unseen_tunings: list[str] = []
+        """Tunings by an autotuner whose own ``run`` bypasses ``Autotuner.run`` (kernel and
+        tuner class): not recorded."""
+        self._seen_runs = 0
+        """``Autotuner.run`` calls so far: a subclass's ``run`` that reached it was recorded."""
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[TritonHooks]:
@@ -190,11 +200,70 @@ class TritonHooks:
             stack.enter_context(compilation_listener(self._on_compile))
             if self.use_listener:
                 stack.enter_context(autotuning_listener(self._on_autotune))
+            stack.enter_context(self._own_runs_watched(Autotuner))
             Autotuner.run = self._wrap_run(original_run)
             try:
                 yield self
             finally:
                 Autotuner.run = original_run
+
+    @contextlib.contextmanager
+    def _own_runs_watched(self, base: type) -> Iterator[None]:
+        """Wrap the ``run`` of every subclass of ``base`` that defines its own, now and as new
+        ones are defined (a workload imports flag-gems after the hooks are in); all restored."""
+        wrapped: dict[type, Callable[..., Any]] = {}
+
+        def watch(cls: type) -> None:
+            if "run" in cls.__dict__ and cls not in wrapped:
+                wrapped[cls] = cls.__dict__["run"]
+                cls.run = self._watch_own_run(cls, cls.__dict__["run"])  # type: ignore[attr-defined]
+            for sub in cls.__subclasses__():
+                watch(sub)
+
+        for sub in base.__subclasses__():
+            watch(sub)
+        had_hook = "__init_subclass__" in base.__dict__
+        previous = base.__dict__.get("__init_subclass__")
+
+        def init_subclass(cls: type, **kwargs: Any) -> None:
+            if previous is not None:  # base's own hook first, as without ours
+                previous.__get__(None, cls)(**kwargs)
+            else:
+                super(base, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
+            watch(cls)
+
+        base.__init_subclass__ = classmethod(init_subclass)  # type: ignore[assignment,method-assign]
+        try:
+            yield
+        finally:
+            if had_hook:
+                base.__init_subclass__ = previous  # type: ignore[method-assign]
+            else:
+                del base.__init_subclass__
+            for cls, run in wrapped.items():
+                cls.run = run  # type: ignore[attr-defined]
+
+    def _watch_own_run(self, owner: type, own_run: Callable[..., Any]) -> Callable[..., Any]:
+        hooks = self
+        tuner = f"{owner.__module__}.{owner.__qualname__}"  # the class whose run() it is
+
+        def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+            seen_before = hooks._seen_runs
+            timings_before = getattr(autotuner, "configs_timings", None)
+            raised = False
+            try:
+                return own_run(autotuner, *args, **kwargs)
+            except BaseException:
+                raised = True
+                raise
+            finally:
+                reached_triton = hooks._seen_runs != seen_before  # recorded (or reported) there
+                tuned = raised or getattr(autotuner, "configs_timings", None) is not timings_before
+                if not reached_triton and tuned and len(getattr(autotuner, "configs", ())) > 1:
+                    name = getattr(_jit_function(autotuner), "__name__", "kernel")
+                    hooks.unseen_tunings.append(f"{name} (tuned by {tuner}, whose own run() corpus.record cannot see)")
+
+        return run
 
     # -- hooks (extract.triton_compat chains them to the ones installed before) ---------------
 
@@ -228,6 +297,7 @@ class TritonHooks:
         hooks = self
 
         def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+            hooks._seen_runs += 1
             call = _Call(autotuner, args, kwargs)
             keys_before = len(autotuner.cache)  # the cache only grows: new keys come last
             bench_time_before = getattr(autotuner, "bench_time", None)

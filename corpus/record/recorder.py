@@ -80,6 +80,9 @@ class RecordSummary:
     """Events that could not be recorded (the workload went on)."""
     failed_tunings: list[str] = field(default_factory=list)
     """Autotuned calls that raised before their tuning finished: nothing to record."""
+    unseen_tunings: list[str] = field(default_factory=list)
+    """Tunings (or tries) by an autotuner with a ``run`` of its own that bypasses Triton's
+    (flag-gems' ``LibTuner``): not recorded."""
     configs_without_ir: int = 0
     """Measured configs whose IR could not be compiled (their ``stats_note`` says why)."""
     without_ir: list[str] = field(default_factory=list)
@@ -109,6 +112,8 @@ class RecordSummary:
             parts.append(f"{len(self.failed_tunings)} tuning(s) failed ({self.failed_tunings[0]})")
         if self.failures:
             parts.append(f"{len(self.failures)} autotune event(s) not recorded ({self.failures[0]})")
+        if self.unseen_tunings:
+            parts.append(f"{len(self.unseen_tunings)} tuning(s) not recorded: {self.unseen_tunings[0]}")
         return "; ".join(parts)
 
 
@@ -204,6 +209,7 @@ class Recorder:
         self._installed.__exit__(exc_type, exc, tb)
         self.summary.cache_hits_in_memory = self._hooks.cache_hits_in_memory
         self.summary.failed_tunings = list(self._hooks.failed_tunings)
+        self.summary.unseen_tunings = list(self._hooks.unseen_tunings)
         for close in self._closers:
             close()
         lost = self.summary.lost()

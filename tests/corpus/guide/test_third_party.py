@@ -1,9 +1,11 @@
 """The plug-in on real third-party autotuned kernels, on Triton's interpreter: liger-kernel's
 fused MoE forward, its kernels guided by :func:`corpus.guide.attach` under
-``python -m corpus.record`` (tests/corpus/guide/liger_moe.py), and what attaching refuses."""
+``python -m corpus.record`` (tests/corpus/guide/liger_moe.py), what attaching refuses, and
+flag-gems' own autotuner (``LibTuner``) guided and recorded (tests/corpus/guide/gems_workload.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -99,3 +101,29 @@ def test_attaching_twice_replaces_the_provider_and_keeps_the_kernels_own_prune(g
         assert first.early_config_prune is library_prune
     finally:
         tuner.early_config_prune = own
+
+
+def test_a_flag_gems_tuning_is_guided_and_reported_as_not_recorded(tmp_path: Path, guide_model: Path) -> None:
+    """The gap: ``LibTuner.run`` tunes without ``Autotuner.run`` or Triton's listener, so a
+    flag-gems workload's tunings passed the recorder in silence ("recorded 0 run(s)", nothing
+    else). Now each is named, with the tuner class, whether flag-gems was imported before the
+    recording or during it; the hooks are gone afterwards. ``corpus.guide.attach`` finds the
+    LibTuner under flag-gems' ``@libentry()``, and LibTuner's own run calls the provider
+    (through the ``prune_configs`` it inherits): the model ranks the kernel's 4 configs and
+    keeps its top 2 before flag-gems' policy benchmarks (which needs a GPU here)."""
+    if importlib.util.find_spec("flag_gems") is None:  # importing it here would need the env below
+        pytest.skip("flag-gems is not installed")
+    env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "PYTHONPATH": str(REPO),
+           "GEMS_VENDOR": "nvidia", "FLAGGEMS_DB_URL": f"sqlite:///{tmp_path}/gems.db"}  # fmt: skip
+    command = [sys.executable, "-W", "ignore", str(HERE / "gems_workload.py"), str(tmp_path / "out"), str(guide_model)]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["restored"]
+    assert report["guided"] == {"compiles": 4, "chosen": 2, "fallbacks": []}
+    for when in ("inside", "before"):
+        recording = report[when]
+        assert recording["runs"] == 0
+        (unseen,) = recording["unseen"]
+        assert unseen.startswith("sum_dim_kernel (tuned by flag_gems.utils.libentry.LibTuner")
+        assert recording["lost"] == f"1 tuning(s) not recorded: {unseen}"
