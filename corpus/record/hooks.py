@@ -248,7 +248,7 @@ class TritonHooks:
         tuner = f"{owner.__module__}.{owner.__qualname__}"  # the class whose run() it is
 
         def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
-            seen_before = hooks._seen_runs
+            seen_before, reported_before = hooks._seen_runs, len(hooks.unseen_tunings)
             timings_before = getattr(autotuner, "configs_timings", None)
             raised = False
             try:
@@ -258,8 +258,10 @@ class TritonHooks:
                 raise
             finally:
                 reached_triton = hooks._seen_runs != seen_before  # recorded (or reported) there
+                # a subclass's run calling its parent's (both wrapped): the innermost one says it
+                said = len(hooks.unseen_tunings) != reported_before
                 tuned = raised or getattr(autotuner, "configs_timings", None) is not timings_before
-                if not reached_triton and tuned and len(getattr(autotuner, "configs", ())) > 1:
+                if not (reached_triton or said) and tuned and len(getattr(autotuner, "configs", ())) > 1:
                     name = getattr(_jit_function(autotuner), "__name__", "kernel")
                     hooks.unseen_tunings.append(f"{name} (tuned by {tuner}, whose own run() corpus.record cannot see)")
 

@@ -38,6 +38,39 @@ def tune(module: Any) -> bool:
     return True
 
 
+def tune_with_own_tuner(libtuner: type) -> bool:
+    """A kernel under a user's subclass of ``LibTuner`` whose ``run`` calls LibTuner's (as
+    flag-gems invites: "overriding the policy or run method in a subclass"), launched once."""
+    import torch
+    import triton
+    import triton.language as tl
+    from flag_gems.utils.libentry import libtuner as decorate
+
+    class CountingTuner(libtuner.get("default")):  # type: ignore[misc]  # flag-gems' default policy
+        calls = 0
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            CountingTuner.calls += 1
+            return super().run(*args, **kwargs)
+
+    triton.knobs.runtime.interpret = False  # LibTuner wraps only a compiled JITFunction
+
+    @decorate(configs=[triton.Config({"BLOCK": b}) for b in (64, 128)], key=["n"], policy=CountingTuner)
+    @triton.jit
+    def double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2.0, mask=mask)
+
+    triton.knobs.runtime.interpret = True
+    x = torch.randn(300)
+    try:
+        double.run(x, torch.empty_like(x), 300, grid=lambda meta: (triton.cdiv(300, meta["BLOCK"]),), warmup=False)
+    except RuntimeError:  # no GPU driver to benchmark with
+        return False
+    return True
+
+
 def main(out: str, model: str) -> None:
     import triton
     from triton.runtime.autotuner import Autotuner
@@ -62,6 +95,7 @@ def main(out: str, model: str) -> None:
     report["restored"] = libtuner.run.__qualname__ == "LibTuner.run" and "__init_subclass__" not in Autotuner.__dict__
     with corpus.record(out=f"{out}/imported-before", compile_ir=False) as before:
         tune(sums)
+        report["subclassed"] = tune_with_own_tuner(libtuner)
     for name, recorder in [("inside", inside), ("before", before)]:
         report[name] = {"runs": recorder.summary.runs, "lost": recorder.summary.lost(),
                         "unseen": getattr(recorder.summary, "unseen_tunings", [])}  # fmt: skip
