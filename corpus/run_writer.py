@@ -50,7 +50,7 @@ class RunWriter:
         new = {ir: tables for ir, tables in graphs.items() if ir not in self.known_ir}
         if not new:
             return
-        for name in IR_TABLES:
+        for name in IR_TABLES:  # nodes and edges first: a graph's row says it is stored whole
             self.writer.write(
                 name,
                 pa.concat_tables([t[name] for t in new.values()], promote_options="permissive"),

@@ -67,7 +67,12 @@ COMPILE_NICENESS = 10
 host work their timings include) run first."""
 MEASURED_ELSEWHERE = "measured by another harvest"
 """What progress hears for a config a concurrent harvest committed first (not a row status)."""
-IR_TABLES = ("ir_graphs", "ir_nodes", "ir_edges")
+IR_TABLES = ("ir_nodes", "ir_edges", "ir_graphs")
+"""The IR tables in write order: a graph's ``ir_graphs`` row last. Writers take a graph whose
+row the dataset holds for stored whole (:func:`existing_ids`) and never write it again, so its
+row must not land before its nodes and edges: a writer stopped in between (a full disk, a kill)
+leaves a graph without a row, which the rerun writes again whole (identical copies of content
+rows, which readers drop), not a row whose nodes never come."""
 BUFFERED_TABLES = ("kernels", *IR_TABLES, "measurements", "runs")
 
 

@@ -133,6 +133,22 @@ def test_every_failing_write_then_resume_equals_uninterrupted(tmp_path, one_run_
         shutil.rmtree(out)
 
 
+@pytest.mark.parametrize("table", ["ir_nodes", "ir_edges"])
+def test_a_disk_full_while_writing_a_graph_then_resume_leaves_every_graph_whole(
+    tmp_path, one_run_shard, reference, table
+):
+    """The found defect: a flush wrote a new graph's ``ir_graphs`` row, then the disk filled
+    (or the harvest was killed) before its nodes or edges landed. The resumed harvest took the
+    graph for stored (its ``ir_graphs`` row was there) and never wrote them, so the graph stayed
+    short of its nodes for good: check failed and training refused it. Now a graph's row is
+    written after its nodes and edges, and a graph without its row is written again whole."""
+    keys, paths = reference
+    first = next(i for i, p in enumerate(paths, 1) if p.startswith(f"/{table}/level="))
+    out = tmp_path / "ds"
+    _fault_then_resume(out, one_run_shard, FaultPlan(fail_from=first))
+    _assert_like_reference(out, keys)
+
+
 # -- bad input is refused before any work --------------------------------------------------
 
 

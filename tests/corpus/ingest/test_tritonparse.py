@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from corpus.destination import OutRefused
 from corpus.ingest.__main__ import main
 from corpus.ingest.app import INGEST_LOCK, IngestConfig, ingest
 from corpus.ingest.problems import IngestError
@@ -104,6 +105,24 @@ def test_an_import_interrupted_before_its_commit_and_rerun_writes_each_row_once(
     assert check_dataset(str(out)).ok
     assert (again.runs, again.measurements, again.completed) == (1, 0, 1)
     assert _ingest(out).already_imported == 1
+
+
+def test_an_import_stopped_at_any_write_and_rerun_leaves_every_graph_whole(tmp_path: Path) -> None:
+    """The found defect: an import that wrote a new graph's ``ir_graphs`` row and then stopped
+    (a full disk, a kill) before its nodes or edges landed was rerun into a dataset whose graph
+    had no nodes for good: the rerun took the graph for stored by its row alone, so check
+    failed and training refused the graph. Now a graph's row lands after its nodes and edges."""
+    counting = FaultPlan()
+    with faulty_storage(counting):
+        _ingest(faulty_url(tmp_path / "count"))  # type: ignore[arg-type]
+    for n in range(1, counting.writes + 1):
+        out = tmp_path / f"d{n}"
+        with faulty_storage(FaultPlan(fail_from=n)), pytest.raises((DatasetError, OutRefused)):
+            _ingest(faulty_url(out))  # type: ignore[arg-type]
+        _ingest(out)
+        report = check_dataset(str(out))
+        assert report.ok, (n, report.problems)
+        assert read_table(str(out), "measurements").num_rows == 2
 
 
 def test_rows_an_interrupted_import_left_that_differ_are_refused_before_writing(tmp_path: Path) -> None:
