@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from corpus.run_writer import RunRows
 from corpus.suite.spec import Config
 from extract.locations import package_relative, publishable_message
 from schemas.enums import Source, Status
-from schemas.identity import kernel_id, run_id
+from schemas.identity import content_hash, kernel_id, run_id
 
 PRUNED = "pruned by the autotuner (early_config_prune / perf_model) before benchmarking"
 INF_TIMING = (
@@ -61,6 +62,23 @@ class RecordContext:
     """``timer``, ``warmup``, ``rep`` ... columns of ``runs``."""
     compiler: Compiler | None = None
     """None: no IR graphs or static stats."""
+    tunings: Counter[str] = field(default_factory=Counter, init=False, compare=False)
+    """Events recorded so far per run_id (see :func:`tuning_harvest_id`); a context made by
+    ``dataclasses.replace`` starts its own count."""
+
+
+def tuning_harvest_id(context: RecordContext, run: str) -> str:
+    """The ``harvest_id`` of the next recorded event of run ``run``: the recording's own for its
+    first, one derived from it for each later one. A workload may tune one kernel on one
+    signature again (its module imported twice, so two autotuners; a cleared autotune cache; a
+    disk-cache hit after the tuning): under the recording's one id both tunings would share the
+    ``runs`` and ``measurements`` keys, which readers refuse. Each is a harvest of its own
+    instead, as the importers keep a log's repeated tunings."""
+    occurrence = context.tunings[run]
+    context.tunings[run] += 1
+    if occurrence == 0:
+        return context.harvest_id
+    return content_hash("record", context.harvest_id, run, str(occurrence))
 
 
 EventRows = RunRows
@@ -295,6 +313,7 @@ def event_rows(
     source, entry, source_path = kernel_source(jit)
     kernel_key = kernel_id(source, entry)
     run = _planned_run(event, context, kernel_key, entry)
+    harvest_id = tuning_harvest_id(context, run.run_id)
     kept = first_of_each_id(list(event.timings))  # the benchmarked rows of run.configs, in order
     timings = [list(event.timings.values())[i] for i in kept]
     use_samples = len(event.benched) == len(event.timings)
@@ -333,7 +352,7 @@ def event_rows(
             graphs.update(compiled.graphs)
             not_run = MeasureOutcome(Status.SKIPPED.value, item.skip_reason)
             row = measurement_row(
-                run, replace(item, skip_reason=None), context.harvest_id, context.facts.arch, compiled, not_run
+                run, replace(item, skip_reason=None), harvest_id, context.facts.arch, compiled, not_run
             )
             if item.config.id in listed:
                 fill_row(row, listed[item.config.id])
@@ -341,19 +360,19 @@ def event_rows(
             continue
         if compiled is None:  # skipped: never benchmarked, nothing compiled
             measurements.append(
-                measurement_row(run, item, context.harvest_id, context.facts.arch, None, None)
+                measurement_row(run, item, harvest_id, context.facts.arch, None, None)
             )
             continue
         bench = _bench_outcome(timings[index], benched[index] if use_samples else None)
         graphs.update(compiled.graphs)
-        row = measurement_row(run, item, context.harvest_id, context.facts.arch, compiled, bench)
+        row = measurement_row(run, item, harvest_id, context.facts.arch, compiled, bench)
         if item.config.id in listed:
             fill_row(row, listed[item.config.id])
         if not bench.samples_ms and bench.status == Status.OK.value:
             row.update(_quantile_columns(timings[index]))
         measurements.append(row)
     row = run_row(
-        run, context.harvest_id, context.facts, context.versions, context.toolchain, context.bench_settings,
+        run, harvest_id, context.facts, context.versions, context.toolchain, context.bench_settings,
         measurements, None, None, started_at, ir_target=context.ir_target, source=Source.RECORD.value,  # type: ignore[arg-type]
     )  # fmt: skip
     row["autotune_cache_hit"] = event.cache_hit

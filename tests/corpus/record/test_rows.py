@@ -213,3 +213,34 @@ def test_configs_differing_only_in_their_pre_hook_keep_one_row_with_its_own_ir(t
     RunWriter.for_dataset(out).write(RunRows(rows.graphs, rows.kernel, rows.measurements, rows.run))
     assert read_table(out, "measurements").num_rows == 2
     assert check_dataset(out).ok
+
+
+def test_a_run_tuned_twice_in_one_recording_is_two_harvests(tmp_path) -> None:
+    """The found defect: a workload that tunes one kernel on one signature twice (its module
+    imported twice, so two autotuners; a cleared autotune cache; a disk-cache hit after the
+    tuning) had both tunings written under the recording's one harvest_id: two ``runs`` rows
+    with one key, every config measured twice, and readers refused the dataset. Each tuning
+    again is now a harvest of its own, as the importers keep a log's repeated tunings."""
+    from corpus.destination import probe_out
+    from corpus.record.rows import RunRows
+    from corpus.run_writer import RunWriter
+
+    context = replace(CONTEXT, harvest_id="fedcba9876543210")  # a new recording
+    events = [
+        _gelu_event([[0.02, 0.019, 0.021], [0.03, 0.029, 0.031]], cache_hit=False),
+        _gelu_event([[0.025, 0.024, 0.026], [0.031, 0.03, 0.032]], cache_hit=False),
+        _gelu_event([[0.02, 0.019, 0.021], [0.03, 0.029, 0.031]], cache_hit=True),
+    ]
+    out = str(tmp_path / "d")
+    probe_out(out)  # every table directory, as corpus.record makes them
+    sink = RunWriter.for_dataset(out)
+    for event in events:
+        rows = event_rows(event, context, STARTED, {})
+        sink.write(RunRows(rows.graphs, rows.kernel, rows.measurements, rows.run))
+    runs = read_table(out, "runs")  # was RepeatedKeyError
+    assert runs.num_rows == 3 and len(set(runs.column("run_id").to_pylist())) == 1
+    harvests = runs.column("harvest_id").to_pylist()
+    assert "fedcba9876543210" in harvests and len(set(harvests)) == 3  # the first keeps the recording's
+    assert read_table(out, "measurements").num_rows == 6
+    report = check_dataset(out)
+    assert report.ok, report.problems
