@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from corpus.harvest.rows import now
 from corpus.ingest.helion import helion_runs
 from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import (
+    ImportedConfig,
     ImportedRun,
     import_harvest_id,
     imported_rows,
@@ -65,6 +66,11 @@ class IngestSummary:
     """Analysis events tritonparse derived from the others (``ir_analysis``, ...): left out."""
     already_imported: int = 0
     """Runs an earlier import of this log committed (the same tuning, by content): not written."""
+    twins: int = 0
+    """Configs left out because an earlier config of their tuning has the same ``config_id``
+    (Helion logs a config with its defaults written out, ``num_warps=4``, under another id than
+    the same config without them, and times each): the first one logged is kept, one row per
+    key."""
     completed: int = 0
     """Runs an interrupted import of this log wrote but did not commit (its measurements landed,
     its ``runs`` row did not): committed now, with the measurements it left, none written twice."""
@@ -87,6 +93,12 @@ class IngestSummary:
             text.append(
                 f"{self.already_imported} run(s) already imported into {out} by an earlier import "
                 "(the same tunings): not written again"
+            )
+        if self.twins:
+            text.append(
+                f"{self.twins} config(s) of a tuning left out: the same config_id as an earlier config "
+                "of that tuning (the same config, e.g. with the tool's defaults written out); the "
+                "first one logged is kept"
             )
         if self.completed:
             text.append(
@@ -217,6 +229,7 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     alike: Counter[tuple[str, str]] = Counter()
     todo: list[tuple[RunRows, bool]] = []
     for run in runs:
+        run = _first_of_each_config(run, summary)
         key = imported_run_id(run)
         occurrence = occurrences[key]
         occurrences[key] += 1
@@ -254,6 +267,18 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
         sink.write(rows)
         summary.runs += 1
         summary.measurements += 0 if resumed else len(rows.measurements)
+
+
+def _first_of_each_config(run: ImportedRun, summary: IngestSummary) -> ImportedRun:
+    """``run`` with the first of its configs of each ``config_id``, the others counted in
+    ``summary.twins``: two rows with one key would make readers refuse the dataset."""
+    kept: dict[str, ImportedConfig] = {}
+    for item in run.configs:
+        kept.setdefault(item.config.id, item)
+    if len(kept) == len(run.configs):
+        return run
+    summary.twins += len(run.configs) - len(kept)
+    return replace(run, configs=tuple(kept.values()))
 
 
 def _identities(rows: list[dict[str, Any]] | pa.Table) -> list[tuple[Any, ...]]:

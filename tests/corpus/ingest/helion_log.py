@@ -23,7 +23,10 @@ size Triton cannot compile, one persistent kernel the interpreter cannot run; wi
   source hashes (only its CuTe backend, which needs a GPU, does), so this log is written the way
   Helion's own tests write one (``test/test_kernel_metadata.py``): its ``AutotuneLogSink`` fed
   ``AutotuneLogEntry`` values by hand -- one config timed, one ``deduplicated`` with the same
-  source hash, and a third of another source.
+  source hash, and a third of another source;
+- ``OUT_DIR/d.{csv,meta.jsonl}``: ``row_sum`` on the (32, 64) input tuned over configs a user
+  may well list, which differ only in Helion's defaults written out (``num_warps=4``,
+  ``num_stages=1``): Helion benchmarks and logs each under a config id of its own.
 """
 
 from __future__ import annotations
@@ -70,18 +73,25 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _tune(kernel: helion.Kernel, shape: tuple[int, int]) -> None:
+CONFIGS = (
+    helion.Config(block_sizes=[8, 16], num_warps=2),
+    helion.Config(block_sizes=[16, 32], num_warps=4, num_stages=2),
+    helion.Config(block_sizes=[24, 16]),  # not a power of two: Triton refuses it
+    helion.Config(block_sizes=[16, 16], pid_type="persistent_interleaved"),  # no SM count here
+)
+TWINS = (  # one program: Helion's defaults are 4 warps and 1 stage
+    helion.Config(block_sizes=[8, 16]),
+    helion.Config(block_sizes=[8, 16], num_warps=4),
+    helion.Config(block_sizes=[8, 16], num_warps=4, num_stages=1),
+)
+
+
+def _tune(kernel: helion.Kernel, shape: tuple[int, int], configs: tuple[helion.Config, ...] = CONFIGS) -> None:
     from helion.autotuner.finite_search import FiniteSearch
 
     args = (torch.randn(shape),)
-    configs = [
-        helion.Config(block_sizes=[8, 16], num_warps=2),
-        helion.Config(block_sizes=[16, 32], num_warps=4, num_stages=2),
-        helion.Config(block_sizes=[24, 16]),  # not a power of two: Triton refuses it
-        helion.Config(block_sizes=[16, 16], pid_type="persistent_interleaved"),  # no SM count here
-    ]
     random.seed(0)
-    FiniteSearch(kernel.bind(args), args, configs=configs).autotune()
+    FiniteSearch(kernel.bind(args), args, configs=list(configs)).autotune()
 
 
 def write_logs(out: Path) -> None:
@@ -103,6 +113,8 @@ def write_logs(out: Path) -> None:
     _tune(kernel, SHAPES[1])
     _environment(out / "b", seed=2)
     _tune(helion.kernel(row_sum), SHAPES[0])
+    _environment(out / "d", seed=3)
+    _tune(helion.kernel(row_sum), SHAPES[0], TWINS)
     for timer in timers:
         timer.stop()
     _sources_log(out / "c")

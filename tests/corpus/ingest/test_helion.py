@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="session")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Helion's logs (a, b, c of helion_log.py), written once per session in a process of their
+    """Helion's logs (a, b, c, d of helion_log.py), written once per session in a process of their
     own (Helion on Triton's interpreter, which must be chosen before Triton is imported)."""
     pytest.importorskip("helion", reason="the thirdparty extra (helion) is not installed")
     out = tmp_path_factory.mktemp("helion-logs")
@@ -168,6 +168,28 @@ def test_a_log_without_its_first_tuning_imports_no_tuning_twice(
     assert runs == 3 and measured.num_rows == 12  # the complete log's, each once
     checked = check_dataset(str(out))
     assert checked.ok, checked.problems
+
+
+def test_configs_helion_told_apart_by_its_defaults_alone_are_one_row(logs: Path, tmp_path: Path) -> None:
+    """The found defect: Helion logs a config with its defaults written out (``num_warps=4``,
+    ``num_stages=1``) under another config id than the same config without them, and times
+    each; both are one ``config_id`` to the dataset, so the import wrote one key three times and
+    readers refused the whole dataset (check --fix could not repair: the timings differ). The
+    first of a tuning's configs with one config_id is kept, the others counted."""
+    helion_ids = {line.split(",")[2] for line in (logs / "d.csv").read_text().splitlines()[1:]}
+    assert len(helion_ids) == 3  # Helion's own log: three configs
+    out = tmp_path / "d"
+    summary = _ingest(out, logs / "d.csv")
+    kept = read_table(str(out), "measurements").to_pylist()  # was RepeatedKeyError
+    assert (summary.runs, summary.measurements, summary.twins) == (1, 1, 2)
+    assert "2 config(s) of a tuning left out" in " ".join(summary.lines(str(out)))
+    assert [(m["num_warps"], m["num_stages"]) for m in kept] == [(4, 1)]
+    first = (logs / "d.csv").read_text().splitlines()[1].split(",")[2]
+    assert kept[0]["source_ref"] == first  # the first one Helion logged
+    assert read_table(str(out), "runs").column("n_configs").to_pylist() == [1]
+    checked = check_dataset(str(out))
+    assert checked.ok, checked.problems
+    assert _ingest(out, logs / "d.csv").already_imported == 1
 
 
 def test_sources_csv_links_deduplicated_configs(logs: Path, tmp_path: Path) -> None:
