@@ -22,6 +22,7 @@ from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import (
     ImportedConfig,
     ImportedRun,
+    earlier_run,
     import_harvest_id,
     imported_rows,
     imported_run_id,
@@ -222,11 +223,13 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     would write again: such a run is committed with the rows it left (when they are exactly
     this import's rows), never written twice, which readers would refuse as repeated keys.
     Rows left that differ (another version of the importer) are refused before anything is
-    written, naming the run."""
+    written, naming the run. A tuning an import of the log cut before all its events committed
+    under another run_id (:func:`corpus.ingest.rows.earlier_run`) counts as imported too."""
     committed = committed_harvests(out)
     left = _uncommitted_measurements(out, committed)
     occurrences: Counter[str] = Counter()
     alike: Counter[tuple[str, str]] = Counter()
+    alike_earlier: Counter[tuple[str, str]] = Counter()
     todo: list[tuple[RunRows, bool]] = []
     for run in runs:
         run = _first_of_each_config(run, summary)
@@ -248,6 +251,14 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
         if (key, harvest_id) in committed or (key, legacy) in committed:
             summary.already_imported += 1
             continue
+        before = earlier_run(run)  # the tuning as an import of the log cut before its launch saw it
+        if before is not None:
+            before_key = imported_run_id(before)
+            before_alike = alike_earlier[(before_key, content)]
+            alike_earlier[(before_key, content)] += 1
+            if (before_key, import_harvest_id(before, before_alike, content)) in committed:
+                summary.already_imported += 1
+                continue
         if (key, harvest_id) not in left and (key, legacy) in left:
             harvest_id = legacy  # an interrupted import of an earlier importer: its rows' id
         rows = imported_rows(run, harvest_id, now())

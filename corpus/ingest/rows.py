@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -75,6 +75,18 @@ class ImportedRun:
     flags: Mapping[str, int] = field(default_factory=dict)
     """The dims that are mode switches (a boolean of the autotune key, as 0/1)."""
     graphs: Mapping[str, Mapping[str, pa.Table]] = field(default_factory=dict)
+    earlier_signature: Mapping[str, Any] | None = None
+    """The signature an import of the log before it held every event of this tuning gave the
+    run (tritonparse writes the ``launch`` event naming the call's arguments after the tuning's
+    ``autotune`` event): a tuning committed under that run_id is this one, imported already."""
+
+
+def earlier_run(run: ImportedRun) -> ImportedRun | None:
+    """``run`` as an import of the log before it held all of the tuning's events saw it
+    (:attr:`ImportedRun.earlier_signature`); None when that import saw it as it is."""
+    if run.earlier_signature is None or run.earlier_signature == run.signature:
+        return None
+    return replace(run, signature=run.earlier_signature)
 
 
 def imported_run_id(run: ImportedRun) -> str:

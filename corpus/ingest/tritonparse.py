@@ -460,6 +460,8 @@ def autotune_runs(
                     "autotune_key": key_text,
                     "args": _launch_signature(launch, _constexpr_names(first)),
                 },
+                # the trace holds the launch after the tuning: imported before it, no arguments
+                earlier_signature={"kernel": first.name, "autotune_key": key_text, "args": []},
                 dims=dims,
                 flags=flags,
                 dtype=_dtype(launch),

@@ -87,6 +87,25 @@ def test_a_trace_imported_twice_is_written_once(tmp_path: Path) -> None:
     assert check_dataset(str(out)).ok
 
 
+def test_a_trace_imported_before_its_launch_event_and_again_after_is_written_once(tmp_path: Path) -> None:
+    """The found defect: tritonparse writes a tuning's ``autotune`` event before the ``launch``
+    event that names the call's arguments, and the run's signature (so its run_id) takes them
+    from that launch. A trace imported in between (a workload still running, or one that died at
+    the tuned launch and was run again, appending to its trace) and again later had the one
+    tuning committed twice, under two run_ids, and check said OK. Now the later import finds the
+    tuning committed under the run_id it had without its launch."""
+    lines = TRACE.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"launch"' in line[:40])
+    early = tmp_path / "early.ndjson"
+    early.write_text("".join(lines[:cut]))  # the trace before its launch event
+    out = tmp_path / "d"
+    assert _ingest(out, early).runs == 1
+    later = _ingest(out)
+    assert (later.runs, later.measurements, later.already_imported) == (0, 0, 1)
+    assert read_table(str(out), "runs").num_rows == 1  # was 2: the tuning under two run_ids
+    assert read_table(str(out), "measurements").num_rows == 2
+
+
 def test_an_import_interrupted_before_its_commit_and_rerun_writes_each_row_once(tmp_path: Path) -> None:
     """The gap: a tuning's harvest_id is derived from its content, so the measurements an import
     killed before its ``runs`` row landed carry the key the rerun writes again. The rerun wrote
