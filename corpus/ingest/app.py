@@ -22,7 +22,7 @@ from corpus.ingest.problems import IngestError, Problems
 from corpus.ingest.rows import (
     ImportedConfig,
     ImportedRun,
-    earlier_run,
+    earlier_runs,
     import_harvest_id,
     imported_rows,
     imported_run_id,
@@ -223,8 +223,9 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     would write again: such a run is committed with the rows it left (when they are exactly
     this import's rows), never written twice, which readers would refuse as repeated keys.
     Rows left that differ (another version of the importer) are refused before anything is
-    written, naming the run. A tuning an import of the log cut before all its events committed
-    under another run_id (:func:`corpus.ingest.rows.earlier_run`) counts as imported too."""
+    written, naming the run. A tuning an earlier import committed under another run_id (the log
+    cut before the tuning's launch, or an importer before 2026-11-24:
+    :func:`corpus.ingest.rows.earlier_runs`) counts as imported too."""
     committed = committed_harvests(out)
     left = _uncommitted_measurements(out, committed)
     occurrences: Counter[str] = Counter()
@@ -251,14 +252,9 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
         if (key, harvest_id) in committed or (key, legacy) in committed:
             summary.already_imported += 1
             continue
-        before = earlier_run(run)  # the tuning as an import of the log cut before its launch saw it
-        if before is not None:
-            before_key = imported_run_id(before)
-            before_alike = alike_earlier[(before_key, content)]
-            alike_earlier[(before_key, content)] += 1
-            if (before_key, import_harvest_id(before, before_alike, content)) in committed:
-                summary.already_imported += 1
-                continue
+        if _imported_before(run, content, alike_earlier, committed):
+            summary.already_imported += 1
+            continue
         if (key, harvest_id) not in left and (key, legacy) in left:
             harvest_id = legacy  # an interrupted import of an earlier importer: its rows' id
         rows = imported_rows(run, harvest_id, now())
@@ -278,6 +274,21 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
         sink.write(rows)
         summary.runs += 1
         summary.measurements += 0 if resumed else len(rows.measurements)
+
+
+def _imported_before(
+    run: ImportedRun, content: str, alike: Counter[tuple[str, str]], committed: set[tuple[str, str]]
+) -> bool:
+    """Whether an earlier import of the log committed this tuning under another run_id
+    (:func:`corpus.ingest.rows.earlier_runs`); ``alike`` counts the tunings of each such run_id
+    and content seen so far in this log, as their ids were numbered."""
+    found = False
+    for before in earlier_runs(run):
+        key = imported_run_id(before)
+        occurrence = alike[(key, content)]
+        alike[(key, content)] += 1
+        found = found or (key, import_harvest_id(before, occurrence, content)) in committed
+    return found
 
 
 def _first_of_each_config(run: ImportedRun, summary: IngestSummary) -> ImportedRun:

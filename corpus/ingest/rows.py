@@ -75,18 +75,24 @@ class ImportedRun:
     flags: Mapping[str, int] = field(default_factory=dict)
     """The dims that are mode switches (a boolean of the autotune key, as 0/1)."""
     graphs: Mapping[str, Mapping[str, pa.Table]] = field(default_factory=dict)
-    earlier_signature: Mapping[str, Any] | None = None
-    """The signature an import of the log before it held every event of this tuning gave the
-    run (tritonparse writes the ``launch`` event naming the call's arguments after the tuning's
-    ``autotune`` event): a tuning committed under that run_id is this one, imported already."""
+    earlier_signatures: tuple[Mapping[str, Any], ...] = ()
+    """Signatures earlier imports of this log may have given the run: a tuning committed under
+    one of those run_ids is this one, imported already. tritonparse writes the ``launch`` event
+    naming the call's arguments after the tuning's ``autotune`` event, so a trace imported
+    between the two gave the run no arguments; importers before 2026-11-24 gave every tuning of
+    a kernel its first launch's arguments."""
 
 
-def earlier_run(run: ImportedRun) -> ImportedRun | None:
-    """``run`` as an import of the log before it held all of the tuning's events saw it
-    (:attr:`ImportedRun.earlier_signature`); None when that import saw it as it is."""
-    if run.earlier_signature is None or run.earlier_signature == run.signature:
-        return None
-    return replace(run, signature=run.earlier_signature)
+def earlier_runs(run: ImportedRun) -> list[ImportedRun]:
+    """``run`` as earlier imports of its log may have seen it (:attr:`ImportedRun.earlier_signatures`
+    that differ from its own signature), each once."""
+    seen = [run.signature]
+    runs = []
+    for signature in run.earlier_signatures:
+        if signature not in seen:
+            seen.append(signature)
+            runs.append(replace(run, signature=signature))
+    return runs
 
 
 def imported_run_id(run: ImportedRun) -> str:

@@ -79,7 +79,8 @@ class Compilation:
 class Trace:
     compilations: list[Compilation] = field(default_factory=list)
     autotunes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    launches: list[dict[str, Any]] = field(default_factory=list)
+    launches: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    """(line, event) of each ``launch`` event."""
     derived: Counter[str] = field(default_factory=Counter)
     """:data:`DERIVED_EVENTS` left out, by type."""
 
@@ -188,7 +189,7 @@ def read_trace(path: Path, problems: Problems) -> Trace:
                 parse_config_text(str(event["best_config"]))  # validate before use
                 trace.autotunes.append((line, event))
             else:
-                trace.launches.append(event)
+                trace.launches.append((line, event))
         except (KeyError, TypeError, ValueError, IndexError, SyntaxError) as exc:
             problems.report(path, line, f"malformed {kind} event ({type(exc).__name__}: {exc})")
     return trace
@@ -419,7 +420,11 @@ def autotune_runs(
             )
             continue
         first = compilations[0]
-        launch = next((e for e in trace.launches if e.get("name") == first.name), None)
+        # The call a tuning tuned is the kernel's next launch: the autotuner launches the best
+        # config right after logging the tuning (a later launch may be another size's call).
+        launch = next((e for at, e in trace.launches if at > line and e.get("name") == first.name), None)
+        # importers before 2026-11-24 took the kernel's first launch anywhere in the trace
+        first_launch = next((e for _, e in trace.launches if e.get("name") == first.name), None)
         facts, model = _device(first.target)
         versions = _versions(first, launch)
         if versions.get("device_name"):
@@ -460,8 +465,15 @@ def autotune_runs(
                     "autotune_key": key_text,
                     "args": _launch_signature(launch, _constexpr_names(first)),
                 },
-                # the trace holds the launch after the tuning: imported before it, no arguments
-                earlier_signature={"kernel": first.name, "autotune_key": key_text, "args": []},
+                earlier_signatures=(
+                    # the trace holds the launch after the tuning: imported before it, no arguments
+                    {"kernel": first.name, "autotune_key": key_text, "args": []},
+                    {
+                        "kernel": first.name,
+                        "autotune_key": key_text,
+                        "args": _launch_signature(first_launch, _constexpr_names(first)),
+                    },
+                ),
                 dims=dims,
                 flags=flags,
                 dtype=_dtype(launch),

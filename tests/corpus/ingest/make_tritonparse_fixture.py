@@ -1,5 +1,7 @@
 """Regenerate ``fixtures/tritonparse/gelu.ndjson`` with the real tritonparse (the ``trace``
-extra): ``python -m tests.corpus.ingest.make_tritonparse_fixture`` from the repository root.
+extra): ``python -m tests.corpus.ingest.make_tritonparse_fixture`` from the repository root
+(``... make_tritonparse_fixture two-sizes`` writes ``gelu_two_sizes.ndjson``: the same kernel
+tuned and launched on 100 elements, then on 1,000, as a workload calling it twice).
 
 What runs here without a GPU, and so what the fixture holds:
 
@@ -23,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "fixtures" / "tritonparse" / "gelu.ndjson"
+TWO_SIZES = OUT.with_name("gelu_two_sizes.ndjson")
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -44,7 +47,7 @@ def _compile(jit, config) -> str:  # type: ignore[no-untyped-def]
     return triton.compile(source, target=target, options=dict(spec.options)).metadata.hash
 
 
-def generate(folder: Path) -> Path:
+def generate(folder: Path, sizes: tuple[int, ...] = (100,)) -> Path:
     import torch
     import tritonparse.structured_logging as tsl
     from triton import knobs
@@ -57,33 +60,38 @@ def generate(folder: Path) -> Path:
     configs = tuner.configs[:2]
     for config in configs:
         _compile(tuner.fn, config)
-    timings = {configs[0]: [0.0123, 0.0120, 0.0127], configs[1]: [0.0091, 0.0089, 0.0094]}
-    key = (100, "torch.float32", "torch.float32")
-    tsl._autotune_listener(
-        fn=tuner.fn,
-        key=key,
-        best_config=configs[1],
-        configs_timings=timings,
-        duration=0.8,
-        cache_hit=False,
-    )
-    tsl._autotune_listener(
-        fn=tuner.fn,
-        key=key,
-        best_config=configs[1],
-        configs_timings=timings,
-        duration=None,
-        cache_hit=True,
-    )
-    x = torch.randn(100)
-    launch = {
-        "name": "gelu_kernel",
-        "grid": [2, 1, 1],
-        "extracted_args": tsl.extract_arg_info(
-            {"x_ptr": x, "out_ptr": torch.empty_like(x), "n_elements": 100}
-        ),
-    }
-    tsl.trace_structured_triton("launch", metadata_fn=lambda: tsl.convert(launch))
+    for size in sizes:  # each call: its tuning, the key served from the cache, its launch
+        scale = size / 100
+        timings = {
+            configs[0]: [0.0123 * scale, 0.0120 * scale, 0.0127 * scale],
+            configs[1]: [0.0091 * scale, 0.0089 * scale, 0.0094 * scale],
+        }
+        key = (size, "torch.float32", "torch.float32")
+        tsl._autotune_listener(
+            fn=tuner.fn,
+            key=key,
+            best_config=configs[1],
+            configs_timings=timings,
+            duration=0.8,
+            cache_hit=False,
+        )
+        tsl._autotune_listener(
+            fn=tuner.fn,
+            key=key,
+            best_config=configs[1],
+            configs_timings=timings,
+            duration=None,
+            cache_hit=True,
+        )
+        x = torch.randn(size)
+        launch = {
+            "name": "gelu_kernel",
+            "grid": [-(-size // 64), 1, 1],
+            "extracted_args": tsl.extract_arg_info(
+                {"x_ptr": x, "out_ptr": torch.empty_like(x), "n_elements": size}
+            ),
+        }
+        tsl.trace_structured_triton("launch", metadata_fn=lambda launch=launch: tsl.convert(launch))
     tsl.clear_logging_config()
     return next(folder.glob("*.ndjson"))
 
@@ -95,11 +103,15 @@ def neutral_paths(text: str) -> str:
 
 
 if __name__ == "__main__":
+    import sys
+
+    two_sizes = sys.argv[1:] == ["two-sizes"]
+    out = TWO_SIZES if two_sizes else OUT
     with tempfile.TemporaryDirectory() as scratch:
-        trace = generate(Path(scratch))
+        trace = generate(Path(scratch), (100, 1000) if two_sizes else (100,))
         lines = [neutral_paths(line) for line in trace.read_text().splitlines() if line.strip()]
     for line in lines:
         json.loads(line)  # still valid JSON after the rewrite
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT} ({len(lines)} events)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out} ({len(lines)} events)")

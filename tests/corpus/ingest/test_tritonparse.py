@@ -25,6 +25,7 @@ from tests.corpus.record.conftest import WORKLOAD
 from tests.faultfs import FaultPlan, faulty_storage, faulty_url
 
 TRACE = Path(__file__).resolve().parent / "fixtures" / "tritonparse" / "gelu.ndjson"
+TWO_SIZES = TRACE.with_name("gelu_two_sizes.ndjson")  # tuned and launched on 100, then 1,000 elements
 
 
 def _ingest(out: Path, log: Path = TRACE, strict: bool = False):  # type: ignore[no-untyped-def]
@@ -104,6 +105,21 @@ def test_a_trace_imported_before_its_launch_event_and_again_after_is_written_onc
     assert (later.runs, later.measurements, later.already_imported) == (0, 0, 1)
     assert read_table(str(out), "runs").num_rows == 1  # was 2: the tuning under two run_ids
     assert read_table(str(out), "measurements").num_rows == 2
+
+
+def test_each_tuning_takes_the_arguments_of_its_own_launch(tmp_path: Path) -> None:
+    """The found defect: every tuning of a kernel took the arguments of the kernel's first
+    launch in the trace, so the tuning on 1,000 elements was stored with the 100-element
+    call's shapes (runs.arg_shapes, and run_id), silently. Now each takes the launch that
+    follows it, the call it tuned."""
+    out = tmp_path / "d"
+    _ingest(out, TWO_SIZES)
+    runs = read_table(str(out), "runs", columns=["problem_json", "arg_shapes"]).to_pylist()
+    assert sorted((json.loads(r["problem_json"])["n_elements"], r["arg_shapes"][0]) for r in runs) == [
+        (100, [100]),
+        (1000, [1000]),  # was [100]
+    ]
+    assert check_dataset(str(out)).ok
 
 
 def test_an_import_interrupted_before_its_commit_and_rerun_writes_each_row_once(tmp_path: Path) -> None:
