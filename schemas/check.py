@@ -429,8 +429,9 @@ def graph_size_problems(
     IR. Copies of a row (content-keyed tables) count once; a null count is not checked.
 
     ``referenced``: check only these ``ir_id`` values, those of measurements read before the IR
-    tables: a writer adds a graph's rows before the measurements naming it, while its
-    ``ir_graphs`` row may be listed before its nodes are (a harvest writing beside the check)."""
+    tables: a writer adds a graph's rows before the measurements naming it, while a graph
+    written beside the check may be listed without its nodes (its nodes and then its
+    ``ir_graphs`` row may land between the check's listing of ``ir_nodes`` and of ``ir_graphs``)."""
     by_level = "level" in graphs.column_names  # train passes one level's rows, without the column
     graphs = dedupe(graphs.select(["ir_id", *(["level"] if by_level else []), *(c for c, _, _ in GRAPH_SIZES)]), ["ir_id"])
     id_type = graphs.schema.field("ir_id").type  # polars hands over large strings (cast to the graphs' types below)
