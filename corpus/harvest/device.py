@@ -32,6 +32,8 @@ SMI_FIELDS: tuple[str, ...] = (
 """``nvidia-smi --query-gpu`` fields read per GPU (clocks in MHz with ``nounits``)."""
 
 _VISIBLE_TOKEN = re.compile(r"\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+")
+_VISIBLE_END = re.compile(r"-\d+")
+"""A negative index (``-1``, the usual way to hide every GPU): CUDA stops reading the list there."""
 _LIST_LINE = re.compile(r"\(UUID: ((?:GPU|MIG)-[^)\s]+)\)")
 
 
@@ -119,18 +121,23 @@ def interpreter_facts() -> DeviceFacts:
 
 
 def parse_visible_devices(value: str | None) -> tuple[str, ...] | None:
-    """The entries of ``CUDA_VISIBLE_DEVICES`` (indices, ``GPU-`` UUIDs, ``MIG-`` ids), or None
-    when unset (every GPU visible). Raises ValueError naming the variable on a bad entry."""
+    """The entries of ``CUDA_VISIBLE_DEVICES`` that CUDA makes visible (indices, ``GPU-``
+    UUIDs, ``MIG-`` ids), in order, or None when unset (every GPU visible). CUDA stops at a
+    negative index: ``-1`` hides every GPU (``()``), ``0,2,-1,1`` shows 0 and 2 only. Raises
+    ValueError naming the variable on any other entry it cannot read."""
     if value is None:
         return None
-    tokens = tuple(token.strip() for token in value.split(",") if token.strip())
-    for token in tokens:
+    tokens: list[str] = []
+    for token in (token.strip() for token in value.split(",") if token.strip()):
+        if _VISIBLE_END.fullmatch(token):
+            break
         if not _VISIBLE_TOKEN.fullmatch(token):
             raise ValueError(
                 f"CUDA_VISIBLE_DEVICES={value!r}: entry {token!r} is not an index, a GPU-<uuid> "
                 "or a MIG-<uuid>"
             )
-    return tokens
+        tokens.append(token)
+    return tuple(tokens)
 
 
 def parse_smi_list(text: str) -> dict[str, str]:

@@ -46,6 +46,17 @@ def test_visible_devices_accepts_indices_uuids_and_mig_ids() -> None:
         parse_visible_devices("0,gpu one")
 
 
+def test_a_negative_visible_index_ends_the_list_as_cuda_reads_it() -> None:
+    """``CUDA_VISIBLE_DEVICES=-1`` is the usual way to hide every GPU, and CUDA reads
+    ``0,2,-1,1`` as GPUs 0 and 2: neither is refused, and lanes map to what CUDA shows."""
+    assert parse_visible_devices("-1") == ()
+    assert parse_visible_devices("0,2,-1,1") == ("0", "2")
+    assert parse_visible_devices(f"{MIG0}, -1, {MIG1}") == (MIG0,)
+    assert read_settings({"CUDA_VISIBLE_DEVICES": "-1"}).visible_devices == ()
+    with pytest.raises(SettingsError, match="'gpu one'"):
+        read_settings({"CUDA_VISIBLE_DEVICES": "0,gpu one,-1"})
+
+
 def test_settings_read_and_refuse_the_visible_list() -> None:
     settings = read_settings({"CUDA_VISIBLE_DEVICES": f"{MIG0},{MIG1}"})
     assert settings.visible_devices == (MIG0, MIG1)
