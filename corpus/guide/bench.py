@@ -3,7 +3,8 @@ vs guided by a model (:func:`corpus.guide.prune_configs`), in one process, figur
 printed.
 
 The kernel (:mod:`corpus.guide.bench_kernel`, not a suite family) has 24 configs (BLOCK_M x
-num_warps). Both tunings start from an empty Triton cache of their own. Printed per tuner:
+num_warps). Both tunings start from an empty Triton cache of their own, on disk and in
+memory (a JIT function of their own). Printed per tuner:
 configs Triton benchmarked, tuning wall time (the guided one includes compiling every config to
 IR and ranking), the config chosen and its latency as the exhaustive tuning measured it, and
 the ratios guided / exhaustive. Without a GPU (or with ``--device cpu``) the kernel runs in
@@ -71,10 +72,15 @@ class Tuning:
     timings: dict[Any, Any]
     overhead: str = ""
     """The guided tuner's compile and ranking seconds."""
+    kernel: Any = None
+    """The kernel object this tuning autotuned: its own (see :func:`tune`)."""
 
 
 def tune(configs: list[Any], prune: dict[str, Any] | None, interpreter: bool, x: Any, y: Any) -> Tuning:
-    """One autotuning of the bench kernel from an empty Triton cache of its own."""
+    """One autotuning of the bench kernel from an empty Triton cache of its own: on disk (a new
+    TRITON_CACHE_DIR) and in memory (a new JIT function of the same code: on a GPU a
+    ``JITFunction`` keeps every kernel it compiled, so a second tuning of one object would load
+    the configs the first benchmarked without compiling them)."""
     import triton
 
     from corpus.guide.bench_kernel import rms_scale_kernel
@@ -82,9 +88,10 @@ def tune(configs: list[Any], prune: dict[str, Any] | None, interpreter: bool, x:
     cache = tempfile.TemporaryDirectory(prefix="corpus-guide-bench-")
     atexit.register(cache.cleanup)  # after the provider's compile worker, which may use it, is closed
     os.environ["TRITON_CACHE_DIR"] = cache.name
+    kernel = triton.jit(rms_scale_kernel.fn)
     tuned = triton.autotune(
         configs, key=["M", "N"], prune_configs_by=prune, do_bench=cpu_bench if interpreter else None
-    )(rms_scale_kernel)
+    )(kernel)
     rows, cols = x.shape
     block_n = triton.next_power_of_2(cols)
     begin = time.perf_counter()
@@ -92,7 +99,9 @@ def tune(configs: list[Any], prune: dict[str, Any] | None, interpreter: bool, x:
     seconds = time.perf_counter() - begin
     ranker = (prune or {}).get("early_config_prune")
     overhead = f" (compile to IR {ranker.compile_s:.2f} s, rank {ranker.rank_s:.2f} s)" if ranker else ""
-    return Tuning(len(tuned.configs_timings), seconds, tuned.best_config, dict(tuned.configs_timings), overhead)
+    return Tuning(
+        len(tuned.configs_timings), seconds, tuned.best_config, dict(tuned.configs_timings), overhead, kernel
+    )
 
 
 def run_bench(config: BenchConfig) -> str:
