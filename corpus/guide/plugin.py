@@ -34,6 +34,7 @@ A user's own ``early_config_prune`` still runs first: pass it as ``early_config_
 from __future__ import annotations
 
 import atexit
+import functools
 import inspect
 import os
 import tempfile
@@ -489,10 +490,21 @@ def _device() -> tuple[bool, Any]:
     import torch
     from triton import knobs
 
-    from corpus.harvest.device import cuda_facts, interpreter_facts
+    from corpus.harvest.device import interpreter_facts
 
     if knobs.runtime.interpret:
         return True, interpreter_facts()
     if not torch.cuda.is_available():
         raise CannotRank("no GPU and Triton's interpreter is off")
-    return False, cuda_facts(f"cuda:{torch.cuda.current_device()}")
+    return False, _cuda_facts(torch.cuda.current_device())
+
+
+@functools.cache
+def _cuda_facts(index: int) -> Any:
+    """:func:`corpus.harvest.device.cuda_facts` of ``cuda:index``, read once per process: it
+    runs ``nvidia-smi`` twice (tens of milliseconds, seconds on a machine of many GPUs without
+    persistence mode), which every tuning the provider ranks would otherwise add to its tuning
+    time."""
+    from corpus.harvest.device import cuda_facts
+
+    return cuda_facts(f"cuda:{index}")
