@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from corpus.errors import is_sticky
 from corpus.suite.spec import Config, KernelSpec, shape_name
 from corpus.suite.verify import checked_launch
 
@@ -119,13 +120,41 @@ def check_suite(
     """:func:`run_case` over :func:`plan_cases` of every family, in family order, with
     ``device`` (``cuda:N``) torch's current device: Triton launches on the current device
     whatever device the arguments live on, so ``cuda:1`` inputs launched from device 0 would
-    be read across devices (an illegal address without peer access)."""
+    be read across devices (an illegal address without peer access).
+
+    A sticky CUDA error (an illegal address, ...: :func:`corpus.errors.is_sticky`) leaves this
+    process's CUDA context unusable, so every later launch would fail with that case's error:
+    the cases after one are not run, and each says so (failed, naming the case at fault)."""
     results = []
+    poisoned: CheckResult | None = None
     with on_device(device):
         for spec in specs.values():
             for case in plan_cases(spec, scale, dtypes, samples, seed, every_config):
-                results.append(run_case(spec, case, device, seed))
+                if poisoned is not None:
+                    results.append(_not_run(spec, case, poisoned))
+                    continue
+                result = run_case(spec, case, device, seed)
+                results.append(result)
+                if result.error is not None and is_sticky(result.error):
+                    poisoned = result
     return results
+
+
+def _not_run(spec: KernelSpec, case: CheckCase, poisoned: CheckResult) -> CheckResult:
+    """The result of ``case``, not run after ``poisoned`` failed with a sticky CUDA error."""
+    return CheckResult(
+        family=spec.name,
+        shape=shape_name(case.dims),
+        dtype=case.dtype,
+        config=case.config.launch,
+        is_default=case.is_default,
+        ok=False,
+        error=(
+            f"not run: {poisoned.family} {poisoned.shape} {poisoned.dtype} {poisoned.config} left "
+            "the CUDA context unusable (a sticky error); check the families after it again"
+        ),
+        seconds=0.0,
+    )
 
 
 def on_device(device: str) -> contextlib.AbstractContextManager[Any]:

@@ -87,3 +87,31 @@ def test_poisoning_skips_mutated_inputs_and_restores_them(partial_write: KernelS
     assert torch.equal(inputs["x_ptr"], original), "snapshots restored before the launch"
     assert checked.comparisons["out_ptr"].unwritten == 32
     assert checked.comparisons["out_ptr"].wrong == 0
+
+
+
+def _poisoner(like: KernelSpec) -> KernelSpec:
+    """Fault injection: ``like``'s family under another name, whose launch fails as an illegal
+    memory access does on a GPU (the CUDA driver's text; there it poisons the process's
+    context)."""
+
+    class Poisoner(type(like)):  # type: ignore[misc]
+        name = "test_poisoner"
+
+        def launch(self, inputs, dims, config):
+            raise RuntimeError("Triton Error [CUDA]: an illegal memory access was encountered")
+
+    return Poisoner()
+
+
+def test_suite_check_runs_nothing_after_a_sticky_cuda_error(partial_write: KernelSpec) -> None:
+    """After an illegal address every launch of the process fails with it: the later cases
+    were reported as failures of their own families (each with the poisoner's error)."""
+    poisoner = _poisoner(partial_write)
+    first, after = check_suite({poisoner.name: poisoner, partial_write.name: partial_write}, "tiny", "cpu")
+    assert first.family == "test_poisoner" and "illegal memory access" in (first.error or "")
+    assert after.family == "test_partial_write" and not after.ok
+    assert after.error == (
+        "not run: test_poisoner N64 float32 triton.Config({'BLOCK': 32}, num_warps=1, num_stages=2) "
+        "left the CUDA context unusable (a sticky error); check the families after it again"
+    )
