@@ -24,13 +24,14 @@ import math
 import os
 import statistics
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from corpus.errors import is_sticky
 from corpus.harvest.device import DeviceFacts, Lane, cuda_facts, cuda_lanes, interpreter_facts
 from corpus.harvest.settings import (
     Settings,
@@ -135,6 +136,25 @@ def _guarded(name: str, check: Callable[[], Verdict]) -> Verdict:
         return Verdict(name, FAIL, f"{type(exc).__name__}: {str(exc)[:300]}")
 
 
+def _run_checks(checks: Sequence[tuple[str, Callable[[], Verdict]]]) -> list[Verdict]:
+    """:func:`_guarded` of each check in order, until one fails with a sticky CUDA error
+    (:func:`corpus.errors.is_sticky`): that leaves this process's CUDA context unusable, so the
+    checks after it are skipped, naming it, instead of each failing with its error."""
+    verdicts: list[Verdict] = []
+    poisoned: str | None = None
+    for name, check in checks:
+        if poisoned is not None:
+            verdicts.append(
+                Verdict(name, SKIPPED, f"not run: '{poisoned}' left the CUDA context unusable (a sticky error)")
+            )
+            continue
+        verdict = _guarded(name, check)
+        verdicts.append(verdict)
+        if verdict.verdict == FAIL and is_sticky(verdict.detail):
+            poisoned = name
+    return verdicts
+
+
 # --- the interpreter subset ------------------------------------------------------------
 
 
@@ -208,16 +228,18 @@ def _gpu_checks(device: str, config: SelfTestConfig, settings: Settings) -> list
     torch.cuda.set_device(device)
     lanes = cuda_lanes([device], settings.visible_devices)
     facts = cuda_facts(device, settings.visible_devices)
-    return [
-        _guarded("device facts", lambda: _facts_verdict(facts, lanes)),
-        _guarded("copy bandwidth", lambda: _bandwidth_check(device, lanes[0])),
-        _guarded("L2 flush", lambda: _flush_check(device, facts)),
-        _guarded(
-            "compile worker -> launch",
-            lambda: _cache_hit_check(device, config, settings, facts.arch),
-        ),
-        *(_guarded(f"timer {t}", lambda t=t: _gpu_timer(device, t, facts)) for t in _GPU),
-    ]
+    return _run_checks(
+        [
+            ("device facts", lambda: _facts_verdict(facts, lanes)),
+            ("copy bandwidth", lambda: _bandwidth_check(device, lanes[0])),
+            ("L2 flush", lambda: _flush_check(device, facts)),
+            (
+                "compile worker -> launch",
+                lambda: _cache_hit_check(device, config, settings, facts.arch),
+            ),
+            *((f"timer {t}", lambda t=t: _gpu_timer(device, t, facts)) for t in _GPU),
+        ]
+    )
 
 
 _GPU = (Timer.CUDA_EVENT.value, Timer.CUDA_GRAPH.value)

@@ -19,8 +19,10 @@ from corpus.harvest.selftest import (
     OK,
     SKIPPED,
     SelfTestConfig,
+    Verdict,
     _cache_entries,
     _compile_in_worker,
+    _run_checks,
     exit_code,
     run_self_test,
     self_test_config,
@@ -111,3 +113,33 @@ def test_self_test_refuses_harvest_options_it_would_ignore(tmp_path: Path, capsy
     assert code == 2
     assert "it takes --device and --suite, not --out, --dry-run" in printed
     assert not out.exists()
+
+
+def test_checks_after_a_sticky_cuda_error_are_skipped_naming_it() -> None:
+    """An illegal address leaves the self-test's CUDA context unusable: the GPU checks after it
+    each failed with that error, as if the flush or the timers were broken too."""
+
+    def illegal_address() -> Verdict:  # fault injection: the CUDA driver's text
+        raise RuntimeError("Triton Error [CUDA]: an illegal memory access was encountered")
+
+    ran: list[str] = []
+
+    def fine(name: str) -> Verdict:
+        ran.append(name)
+        return Verdict(name, OK, "fine")
+
+    verdicts = _run_checks(
+        [
+            ("device facts", lambda: fine("device facts")),
+            ("copy bandwidth", illegal_address),
+            ("L2 flush", lambda: fine("L2 flush")),
+            ("timer cuda_event", lambda: fine("timer cuda_event")),
+        ]
+    )
+    assert ran == ["device facts"]
+    assert [(v.check, v.verdict) for v in verdicts] == [
+        ("device facts", OK), ("copy bandwidth", FAIL), ("L2 flush", SKIPPED), ("timer cuda_event", SKIPPED),
+    ]  # fmt: skip
+    assert verdicts[2].detail == "not run: 'copy bandwidth' left the CUDA context unusable (a sticky error)"
+    other = _run_checks([("copy bandwidth", lambda: Verdict("copy bandwidth", FAIL, "slow")), ("L2 flush", lambda: fine("L2 flush"))])
+    assert [v.verdict for v in other] == [FAIL, OK], "only a sticky error stops the checks"
