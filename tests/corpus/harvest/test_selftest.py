@@ -5,6 +5,8 @@ the GPU checks say they were skipped, and a failing check fails the exit code.""
 from __future__ import annotations
 
 import io
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,9 +35,18 @@ cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path")
 
 
 @pytest.fixture
-def interpreter_scope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The self-test selects the interpreter in its process; undo that after the test."""
+def interpreter_scope(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The self-test selects the interpreter in its process; undo that after the test, and
+    forget the kernel modules it imported under the interpreter: a later test in this process
+    would otherwise get their interpreted kernels (``@triton.jit`` chose when it decorated), so
+    the suite check's compile plan (tests/corpus/suite/test_check.py) came out different when
+    it ran after this file."""
     monkeypatch.setenv("TRITON_INTERPRET", "0")
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith(("corpus.suite.kernels", "tests.corpus.harvest.faulty_kernels")):
+            del sys.modules[name]
 
 
 @cpu_only
