@@ -32,11 +32,20 @@ import polars as pl
 
 from schemas import Status
 from train.baselines.compare import fit_baselines
+from train.checkpoint import WEIGHTS
 from train.clusters import DEFAULT_DISTANCE, cluster_families, family_op_sets
 from train.data import load_dataset, read_ir_tables
 from train.experiment import NEURAL
 from train.guide import EiSettings, GuideModel, Scores, load_model, score_candidates
-from train.layout import META, REPLAYS, SHIPPED, find_splits_file, seed_checkpoints
+from train.layout import (
+    CHECKPOINTS,
+    META,
+    REPLAYS,
+    SHIPPED,
+    SPLITS_FILE,
+    find_splits_file,
+    seed_checkpoints,
+)
 from train.replay.strategies import (
     KNOWN,
     NEEDS_MODEL,
@@ -140,6 +149,8 @@ def _describe(kind: str | None) -> str:
 
 
 def _single(root: Path, model_name: str | None, split: str | None) -> Selection:
+    if not (root / WEIGHTS).is_file():
+        raise ValueError(f"--model {root}: no {WEIGHTS} beside its {META} (an incomplete checkpoint)")
     meta = json.loads((root / META).read_text())
     name = str(meta.get("name", "gnn"))
     kind = meta.get("extra", {}).get("split")
@@ -204,7 +215,36 @@ def select_checkpoints(root: Path, model_name: str | None, split: str | None) ->
         raise ValueError(
             f"--split {split}: {root}/checkpoints/{model_name} has {', '.join(kinds)} only"
         )
+    _refuse_incomplete(root / CHECKPOINTS / model_name / split)
     return Selection(model_name, split, tuple(c.path for c in mine if c.kind == split))
+
+
+def _refuse_incomplete(kind_dir: Path) -> None:
+    """A ``ValueError`` naming the first seed directory under ``kind_dir`` that lacks its
+    ``checkpoint.json`` or weights: such a seed used to be dropped from the replay without a
+    word (no ``checkpoint.json``) or to end it in a traceback after the start (no weights)."""
+    for seed_dir in sorted(kind_dir.glob("seed-*")):
+        missing = [name for name in (META, WEIGHTS) if not (seed_dir / name).is_file()]
+        if seed_dir.is_dir() and missing:
+            raise ValueError(
+                f"--model: {seed_dir} holds no {' and no '.join(missing)} (an incomplete "
+                "checkpoint): train again, or remove the directory to replay the other seeds"
+            )
+
+
+def missing_seeds(root: Path, selection: Selection) -> list[int]:
+    """Seeds of the selected split kind that the ``splits.parquet`` of the ``python -m train``
+    output ``root`` lists but that have no checkpoint there (removed by hand): the replay's
+    means are over fewer seeds than the training's, which the report says."""
+    path = root / SPLITS_FILE
+    if (root / META).is_file() or selection.kind is None or not path.is_file():
+        return []
+    splits = pl.read_parquet(path)
+    if "kind" in splits.columns:
+        splits = splits.filter(pl.col("kind") == selection.kind)
+    trained = {int(seed) for seed in splits["seed"].unique().to_list()}
+    present = {int(p.name.removeprefix("seed-")) for p in selection.paths}
+    return sorted(trained - present)
 
 
 def default_out(root: Path, selection: Selection, partition: str = HELD_OUT) -> Path:
@@ -483,6 +523,13 @@ def run_replay(
     )
     outcomes: list[RunOutcome] = []
     notes = []
+    absent = missing_seeds(Path(config.model), selection)
+    if absent:
+        notes.append(
+            f"seed(s) {', '.join(map(str, absent))} of the {selection.kind} split (in "
+            f"{Path(config.model) / SPLITS_FILE}) have no {selection.name} checkpoint: the figures "
+            f"are over seed(s) {', '.join(str(m.seed) for m in models)} only"
+        )
     if pruned:
         notes.append(
             f"{pruned} run(s) with configs never benchmarked (status skipped: a --budget harvest) "

@@ -21,6 +21,7 @@ from train.replay.app import (
     ReplayConfig,
     check_config,
     default_out,
+    missing_seeds,
     run_replay,
     select_checkpoints,
 )
@@ -202,6 +203,13 @@ def _replay(config: ReplayConfig, writing: list[bool]) -> int:
         f"split: {len(selection.paths)} checkpoint(s) under {config.model}",
         file=sys.stderr,
     )
+    absent = missing_seeds(Path(config.model), selection)
+    if absent:
+        print(
+            f"warning: seed(s) {', '.join(map(str, absent))} of the {selection.kind} split have "
+            f"no {selection.name} checkpoint under {config.model}/checkpoints: left out",
+            file=sys.stderr,
+        )
     try:
         outcomes, meta = run_replay(
             config,

@@ -165,6 +165,41 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
         assert message in err and "Traceback" not in err
 
 
+def _copy_output(trained: Path, target: Path) -> Path:
+    """The python -m train output ``trained`` copied to ``target`` (without its data cache and
+    replays), to break."""
+    shutil.copytree(trained, target, ignore=shutil.ignore_patterns("cache", "replay"))
+    return target
+
+
+@pytest.mark.parametrize("lost", ["model.safetensors", "checkpoint.json"])
+def test_an_incomplete_seed_checkpoint_is_refused_before_the_replay_starts(harvested, trained, tmp_path, lost, capsys):
+    """A seed directory without its weights used to end the replay in a FileNotFoundError
+    traceback after it had started; one without its checkpoint.json was left out without a
+    word, and the means were over the other seeds."""
+    model = _copy_output(trained, tmp_path / "broken")
+    (model / "checkpoints" / "gnn" / "family" / "seed-1" / lost).unlink()
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"seed-1 holds no {lost} (an incomplete checkpoint)" in err
+    assert "Traceback" not in err and "replaying" not in err  # refused before any work
+
+
+def test_a_seed_removed_from_the_output_is_named_in_the_report(harvested, trained, tmp_path, capsys):
+    """splits.parquet lists seeds 0 and 1; with seed 0's checkpoint removed, the figures are
+    over seed 1 alone, and the replay says so instead of passing them off as the training's."""
+    model = _copy_output(trained, tmp_path / "one-seed")
+    shutil.rmtree(model / "checkpoints" / "gnn" / "family" / "seed-0")
+    out = tmp_path / "r"
+    assert main(["--data", harvested, "--model", str(model), "--out", str(out), "--strategies", "random"]) == 0
+    captured = capsys.readouterr()
+    assert "seed(s) 0 of the family split have no gnn checkpoint" in captured.err
+    assert "the figures are over seed(s) 1 only" in " ".join(captured.out.split())
+    assert set(pl.read_parquet(out / "runs.parquet")["seed"]) == {1}
+
+
 def test_a_model_refuses_runs_of_an_arch_it_never_saw(harvested, trained, tmp_path, capsys):
     model = tmp_path / "sm90"
     shutil.copytree(trained / "checkpoint", model)
