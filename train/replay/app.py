@@ -102,7 +102,14 @@ def check_config(config: ReplayConfig) -> None:
         raise ValueError(f"--data {config.data}: no such dataset directory")
     if not Path(config.model).is_dir():
         raise ValueError(f"--model {config.model}: no such directory")
-    select_checkpoints(Path(config.model), config.model_name, config.split)
+    selection = select_checkpoints(Path(config.model), config.model_name, config.split)
+    if config.partition != HELD_OUT and selection.kind is None:
+        # Such a model held nothing out: its "val runs" would be every run, mislabelled.
+        raise ValueError(
+            f"--partition {config.partition}: the checkpoint {config.model} was trained on "
+            f"every run (no split), so it has no {config.partition} runs; replay it without "
+            "--partition"
+        )
     unknown = [s for s in config.strategies if s not in KNOWN]
     if unknown:
         raise ValueError(

@@ -231,6 +231,22 @@ def test_a_model_without_a_split_replays_every_run_without_lightgbm(harvested, t
     assert runs["run_id"].n_unique() == len(ranked_runs(load_samples(harvested)))
 
 
+def test_the_val_runs_of_a_model_without_a_split_are_refused(harvested, trained, tmp_path, capsys):
+    """A model trained on every run has no validation runs: --partition val used to replay
+    every run and call them "held-out val runs" in the report."""
+    model = tmp_path / "final"
+    shutil.copytree(trained / "checkpoint", model)
+    meta = json.loads((model / "checkpoint.json").read_text())
+    del meta["extra"]["split"]
+    (model / "checkpoint.json").write_text(json.dumps(meta))
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data", harvested, "--model", str(model), "--partition", "val", "--out", str(tmp_path / "r")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--partition val: the checkpoint" in err and "has no val runs" in err
+    assert not (tmp_path / "r" / "replay.md").exists()
+
+
 def _copy_without_run(source: str, target: Path, run_id: str) -> None:
     """A dataset holding every table of ``source`` but the rows of one run (written by the
     dataset writer, committing the runs rows last)."""
