@@ -222,7 +222,9 @@ def render(
         f"data `{meta.get('data')}`, model `{meta.get('model')}`, split `{meta.get('split')}`, "
         f"seeds {', '.join(map(str, seeds))} ({meta.get('runs')} held-out "
         f"{'val ' if meta.get('partition') == 'val' else ''}runs over all seeds, "
-        f"{meta.get('configs')} configs), adaptive draws per run: {meta.get('repeats')}",
+        f"{meta.get('configs')} configs)"
+        # --repeats concerns lfbo alone: the other strategies are exact or deterministic
+        + (f", lfbo draws per run: {meta.get('repeats')}" if "lfbo" in strategies else ""),
         "",
         HOW_TO_READ,
         "",
@@ -230,8 +232,9 @@ def render(
     ]
     auto = auto_markdown(rows)
     if auto:
-        parts += ["", "`--budget auto` (stops when expected improvement < "
-                  f"{meta.get('ei_threshold', 0.01):.0%}):", "", auto]  # fmt: skip
+        # :g, not :.0%: --ei-threshold 1e-9 and 0.999999 read "< 0%" and "< 100%"
+        threshold = f"{meta.get('ei_threshold', 0.01) * 100:g}%"
+        parts += ["", f"`--budget auto` (stops when expected improvement < {threshold}):", "", auto]
     per_seed = seed_markdown(seed_rows, strategies) if seed_rows else ""
     if per_seed:
         parts += ["", "Configs to reach 2% regret over random's, per seed (the *vs random* column "

@@ -60,3 +60,21 @@ def test_per_seed_ratios_are_what_vs_random_averages(tmp_path: Path) -> None:
     ]
     assert summary["strategies"]["model"]["vs_random"]["mean"] == np.mean([0.25, 1.5])
     assert "| 1 | 1 | welford | 1.50 |" in markdown
+
+
+def test_the_auto_line_and_header_give_the_settings_replayed(tmp_path: Path) -> None:
+    """--ei-threshold 1e-9 was reported as "stops when expected improvement < 0%" and 0.999999
+    as "< 100%"; the header named lfbo's draws per run ("adaptive draws") when lfbo was not
+    replayed."""
+    auto = RunOutcome(
+        seed=0, run_id="run-0", family="softmax", strategy="auto", n_configs=4,
+        curve=np.array([0.5, 0.2, 0.0, 0.0]), needed={t: 3.0 for t in TOLERANCES}, spent=3.0,
+    )  # fmt: skip
+    outcomes = [_outcome(0, "random", "softmax", 3.0), auto]
+    for threshold, shown in ((1e-9, "< 1e-07%"), (0.999999, "< 99.9999%"), (0.01, "< 1%")):
+        meta = {"seeds": [0], "ei_threshold": threshold, "repeats": 3}
+        markdown = write_outputs(tmp_path, outcomes, ["random", "auto"], meta)
+        assert f"(stops when expected improvement {shown})" in markdown
+        assert "draws per run" not in markdown
+    markdown = write_outputs(tmp_path, [*outcomes, _outcome(0, "lfbo", "softmax", 2.0)], ["random", "lfbo", "auto"], meta)
+    assert "lfbo draws per run: 3" in markdown
