@@ -396,7 +396,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
         check_shard_plan(config.out, index, split, record=True)
     print_start(console, resumed, facts, execution, config.out, notice, this_shard)
     if not todo:
-        finish_nothing_to_do(config, planned, console)
+        finish_nothing_to_do(config, planned, console, resumed)
         return HarvestOutcome(planned, len(planned), None)
 
     # The lock stops an accidental second identical harvest; run claims stop overlapping ones
@@ -479,14 +479,22 @@ def finish_interrupted(config: HarvestConfig, planned: list[PlannedRun], console
         return
 
 
-def finish_nothing_to_do(config: HarvestConfig, planned: list[PlannedRun], console: Console) -> None:
+def finish_nothing_to_do(
+    config: HarvestConfig, planned: list[PlannedRun], console: Console, resumed: ResumePlan | None = None
+) -> None:
     """Every planned run is committed: finish an interrupted earlier harvest's last step
     (:func:`finish_interrupted`), then say that nothing was measured, and how to measure again
-    (a rerun that printed only its header left the user wondering whether it had done anything)."""
+    (a rerun that printed only its header left the user wondering whether it had done anything).
+    ``resumed``: the resume plan, whose configs an earlier budget left unbenchmarked are named
+    (a rerun under a larger --budget found "nothing to do" and was told to use --no-resume,
+    which benchmarks the budget's choice again)."""
     finish_interrupted(config, planned, console)
+    if resumed is not None and resumed.budget_skipped:
+        how = resumed.budget_skip_text()
+    else:
+        how = "--no-resume measures them again"
     console.print(
-        f"nothing to do: every planned run ({len(planned):,}) is already committed in {config.out}; "
-        "--no-resume measures them again"
+        f"nothing to do: every planned run ({len(planned):,}) is already committed in {config.out}; {how}"
     )
 
 

@@ -552,7 +552,7 @@ def _harvest(
         f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"
     )
     if not resumed.todo:
-        finish_nothing_to_do(config, planned, console)
+        finish_nothing_to_do(config, planned, console, resumed)
         return HarvestOutcome(planned, len(planned), None)
     # the same plan lock, pending record and last step as a harvest on one machine; the lanes
     # claim each run before measuring it

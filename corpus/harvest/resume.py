@@ -50,17 +50,35 @@ class ResumePlan:
     remeasured: Counter[str] = field(default_factory=Counter)
     """Configs measured before only under other settings, by what differed
     (e.g. ``"timer cuda_event != cuda_graph"``)."""
+    budget_skipped: int = 0
+    """Of ``skipped_configs``, those an earlier ``--budget`` harvest left unbenchmarked, which
+    this budgeted harvest counts as done (never measured: a harvest without a budget measures
+    them)."""
 
     def describe(self) -> str:
         """One line for the console: what is skipped and why."""
         parts = [
             f"{len(self.todo):,} run(s) to do",
             f"{self.complete_runs:,} run(s) complete",
-            f"{self.skipped_configs:,} config(s) already measured with the same bench settings skipped",
+            f"{self.skipped_configs - self.budget_skipped:,} config(s) already measured with the "
+            "same bench settings skipped",
         ]
+        if self.budget_skipped:  # they were counted as measured, which they never were
+            parts.append(self.budget_skip_text())
         for why, count in sorted(self.remeasured.items()):
             parts.append(f"{count:,} config(s) measured again ({why})")
         return "; ".join(parts)
+
+    def budget_skip_text(self) -> str:
+        """What this budgeted harvest counts as done without a measurement, and how to measure
+        it (empty when nothing)."""
+        if not self.budget_skipped:
+            return ""
+        return (
+            f"{self.budget_skipped:,} config(s) an earlier --budget harvest left unbenchmarked "
+            "count as done under --budget (a run is tuned under a budget once; a harvest without "
+            "--budget measures them)"
+        )
 
 
 def read_existing(
@@ -119,6 +137,8 @@ def resume_plan(
             harvest_difference[(row["run_id"], row["harvest_id"])] = _difference(row, settings)
     same: set[tuple[str, str]] = set()
     other: dict[tuple[str, str], str] = {}
+    budget_done: set[tuple[str, str]] = set()  # a budget skipped it: done for this budgeted harvest
+    benchmarked: set[tuple[str, str]] = set()  # another harvest measured it (or ruled it out)
     if harvest_difference:
         for row in _read(out, "measurements", ["run_id", "harvest_id", "config_id", "status", "error"]):
             key = (row["run_id"], row["harvest_id"])
@@ -130,14 +150,20 @@ def resume_plan(
             why = harvest_difference[key]
             if why is None:
                 same.add(config)
+                if row["status"] == "skipped" and (row["error"] or "").startswith(BUDGET_SKIP):
+                    budget_done.add(config)
+                else:
+                    benchmarked.add(config)
             else:
                 other.setdefault(config, why)
+    budget_done -= benchmarked
     todo: list[PlannedRun] = []
-    complete = skipped = 0
+    complete = skipped = unbenchmarked = 0
     remeasured: Counter[str] = Counter()
     for run in planned:
         left = [p for p in run.configs if (run.run_id, p.config.id) not in same]
         skipped += len(run.configs) - len(left)
+        unbenchmarked += sum((run.run_id, p.config.id) in budget_done for p in run.configs)
         for p in left:
             why = other.get((run.run_id, p.config.id))
             if why is not None:
@@ -148,4 +174,4 @@ def resume_plan(
             todo.append(run)
         else:
             todo.append(replace(run, configs=tuple(left)))
-    return ResumePlan(todo, complete, skipped, remeasured)
+    return ResumePlan(todo, complete, skipped, remeasured, unbenchmarked)

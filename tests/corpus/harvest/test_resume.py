@@ -96,3 +96,48 @@ def test_a_budgeted_harvest_waiting_on_a_claim_counts_what_another_budget_skippe
         p.config.id for p in configs[1:]
     ]
     unbudgeted.release_all()
+
+
+def _budgeted_run(out: str) -> tuple[object, dict[str, object]]:
+    """A dataset at ``out`` holding one committed run of 3 configs that a ``--budget`` harvest
+    tuned: 1 benchmarked, 2 left unbenchmarked. Returns the run's plan and its bench settings."""
+    from corpus.harvest.plan import PlannedConfig, PlannedRun
+    from corpus.harvest.resume import BENCH_SETTINGS, BUDGET_SKIP
+    from corpus.suite.spec import Config
+
+    configs = tuple(PlannedConfig(Config({"BLOCK": 2**i})) for i in range(3))
+    run = PlannedRun("fam", "tiny", {"N": 8}, "float32", 0, "r" * 16, "k1", {}, configs, configs[0].config.id)
+    settings = {**dict.fromkeys(BENCH_SETTINGS, 1), "timer": "thread_cpu"}
+    measured = [{"status": "ok", "median_ms": 1.0}]
+    measured += [{"status": "skipped", "error": f"{BUDGET_SKIP} 1: model m@0 ranked it 2 of 3"}] * 2
+    writer = DatasetWriter(out)
+    writer.write(
+        "measurements",
+        [
+            {"run_id": run.run_id, "harvest_id": "a", "config_id": p.config.id, "arch": "sm_90", **row}
+            for p, row in zip(configs, measured)
+        ],
+    )
+    committed = {"kernel_id": "k1", "family": "fam", "device_kind": "cuda", "arch": "sm_90", "n_configs": 3}
+    writer.commit_run([{"run_id": run.run_id, "harvest_id": "a", **committed, **settings}])
+    return run, settings
+
+
+def test_a_budgeted_rerun_says_which_configs_it_counts_done_without_a_measurement(tmp_path: Path) -> None:
+    """A rerun under another --budget found the run complete and said "3 config(s) already
+    measured with the same bench settings skipped", though a budget had left 2 of them
+    unbenchmarked; its "nothing to do" pointed at --no-resume (which benchmarks the budget's
+    choice again) rather than at a harvest without --budget, which measures them."""
+    from corpus.harvest.resume import resume_plan
+
+    out = str(tmp_path / "ds")
+    run, settings = _budgeted_run(out)
+    again = resume_plan(out, [run], settings, budgeted=True)
+    assert again.complete_runs == 1 and not again.todo
+    described = again.describe()
+    assert "1 config(s) already measured with the same bench settings skipped" in described
+    assert "2 config(s) an earlier --budget harvest left unbenchmarked" in described
+    assert "a harvest without --budget measures them" in again.budget_skip_text()
+    unbudgeted = resume_plan(out, [run], settings)
+    assert unbudgeted.budget_skipped == 0 and len(unbudgeted.todo[0].configs) == 2
+    assert "unbenchmarked" not in unbudgeted.describe()
