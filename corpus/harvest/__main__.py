@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-compact", dest="compact", action="store_false", help="leave the files this harvest wrote as they are (default: merge them per partition at the end)")
     p.add_argument("--self-test", action="store_true", help="check this machine instead of harvesting: device facts, copy bandwidth vs peak, the L2 flush, the compile-worker -> launch cache hit, each timer (the interpreter subset without a GPU); exit 1 if a check fails")
     p.add_argument("--rank-with", default=None, metavar="MODEL_DIR", help="a cost model (python -m train's OUT/checkpoint): compile every config, benchmark only the default and the model's choice (--budget), record the rest as skipped with the model named; a later harvest without --budget measures them")
-    p.add_argument("--budget", default=None, metavar="K|P%|auto", help="with --rank-with: K = the default plus the model's top K configs per run; P%% = K is P%% of the run's compiled configs; auto = one at a time until no config is expected to gain 1%%")
+    p.add_argument("--budget", default=None, metavar="K|P%|auto", help="with --rank-with: K >= 1 = the default plus the model's top K configs per run; P%% = K is P%% of the run's compiled configs; auto = one at a time until no config is expected to gain 1%%")
     p.add_argument("--record-host", action="store_true", help="record the host name in runs.hostname (default: an anonymous id, stable per machine, so the dataset can be published as it is)")
     return p
 

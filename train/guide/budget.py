@@ -40,12 +40,17 @@ class Budget:
 
 
 def parse_budget(text: str) -> Budget:
-    """``"4"`` -> 4 configs beyond the default, ``"25%"`` -> a quarter of each run's configs,
-    ``"auto"``. Raises ``ValueError`` with a one-line message for anything else."""
+    """``"4"`` -> 4 configs beyond the default (at least 1), ``"25%"`` -> a quarter of each
+    run's configs, ``"auto"``. Raises ``ValueError`` with a one-line message for anything else."""
     value = text.strip()
     if value == AUTO:
         return Budget(value)
     if re.fullmatch(r"\d+", value):
+        if int(value) == 0:  # the default config alone: the model would choose nothing
+            raise ValueError(
+                f"--budget {text!r}: benchmarks the default config alone, so the model chooses "
+                "nothing; give K >= 1 (configs beyond the default), P% or auto"
+            )
         return Budget(value, count=int(value))
     match = re.fullmatch(r"(\d+(?:\.\d+)?)%", value)
     if match and 0 < float(match.group(1)) <= 100:
