@@ -104,10 +104,23 @@ def save_checkpoint(directory: str | Path, checkpoint: Checkpoint) -> Path:
     return out
 
 
+def read_meta(path: str | Path) -> dict[str, Any]:
+    """The ``checkpoint.json`` at ``path`` as a dict; a ``ValueError`` naming the file when it
+    is no JSON object (a truncated copy: json's bare "Expecting value: line 1 column 1" named
+    no file, and the commands printed just that)."""
+    try:
+        meta = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); copy the checkpoint again or retrain") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: not a checkpoint's JSON object; copy the checkpoint again or retrain")
+    return meta
+
+
 def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint:
     """Read a checkpoint written by :func:`save_checkpoint` (no pickle involved)."""
     src = Path(directory)
-    meta = json.loads((src / META).read_text())
+    meta = read_meta(src / META)
     if meta.get("format_version") != FORMAT_VERSION:
         raise ValueError(
             f"{src / META}: checkpoint format {meta.get('format_version')} differs from this "

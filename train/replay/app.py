@@ -21,7 +21,6 @@ ground truth.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ import polars as pl
 
 from schemas import Status
 from train.baselines.compare import fit_baselines
-from train.checkpoint import WEIGHTS
+from train.checkpoint import WEIGHTS, read_meta
 from train.clusters import DEFAULT_DISTANCE, cluster_families, family_op_sets
 from train.data import load_dataset, read_ir_tables
 from train.experiment import NEURAL
@@ -158,7 +157,7 @@ def _describe(kind: str | None) -> str:
 def _single(root: Path, model_name: str | None, split: str | None) -> Selection:
     if not (root / WEIGHTS).is_file():
         raise ValueError(f"--model {root}: no {WEIGHTS} beside its {META} (an incomplete checkpoint)")
-    meta = json.loads((root / META).read_text())
+    meta = read_meta(root / META)
     name = str(meta.get("name", "gnn"))
     kind = meta.get("extra", {}).get("split")
     if model_name is not None and model_name != name:
@@ -184,7 +183,7 @@ def _kind_order(root: Path) -> list[str]:
 def _default_name(root: Path, names: Sequence[str]) -> str:
     shipped = root / SHIPPED / META
     if shipped.is_file():
-        name = json.loads(shipped.read_text()).get("name")
+        name = read_meta(shipped).get("name")
         if name in names:
             return str(name)
     return sorted(names, key=lambda n: (NEURAL.index(n) if n in NEURAL else len(NEURAL), n))[0]
@@ -228,7 +227,7 @@ def select_checkpoints(root: Path, model_name: str | None, split: str | None) ->
 
 def _refuse_incomplete(kind_dir: Path) -> None:
     """A ``ValueError`` naming the first seed directory under ``kind_dir`` that lacks its
-    ``checkpoint.json`` or weights: such a seed used to be dropped from the replay without a
+    ``checkpoint.json`` or weights, or whose ``checkpoint.json`` is no JSON: such a seed used to be dropped from the replay without a
     word (no ``checkpoint.json``) or to end it in a traceback after the start (no weights)."""
     for seed_dir in sorted(kind_dir.glob("seed-*")):
         missing = [name for name in (META, WEIGHTS) if not (seed_dir / name).is_file()]
@@ -237,6 +236,8 @@ def _refuse_incomplete(kind_dir: Path) -> None:
                 f"--model: {seed_dir} holds no {' and no '.join(missing)} (an incomplete "
                 "checkpoint): train again, or remove the directory to replay the other seeds"
             )
+        if seed_dir.is_dir():
+            read_meta(seed_dir / META)  # a damaged one is named before any work
 
 
 def missing_seeds(root: Path, selection: Selection) -> list[int]:

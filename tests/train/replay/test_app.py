@@ -187,6 +187,24 @@ def test_an_incomplete_seed_checkpoint_is_refused_before_the_replay_starts(harve
     assert "Traceback" not in err and "replaying" not in err  # refused before any work
 
 
+@pytest.mark.parametrize("where", ["seed", "single"])
+def test_a_damaged_checkpoint_json_is_named(harvested, trained, tmp_path, where, capsys):
+    """A truncated checkpoint.json ended the replay with json's bare "Expecting value: line 1
+    column 1 (char 0)", naming no file (a seed's, after the replay had started)."""
+    model = _copy_output(trained, tmp_path / "damaged")
+    meta = model / "checkpoints" / "gnn" / "family" / "seed-1" / "checkpoint.json"
+    argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
+    if where == "single":
+        meta = model / "checkpoint" / "checkpoint.json"
+        argv[3] = str(meta.parent)
+    meta.write_text(meta.read_text()[:10])
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{meta}: not valid JSON" in err and "Traceback" not in err and "replaying" not in err
+
+
 def test_a_seed_removed_from_the_output_is_named_in_the_report(harvested, trained, tmp_path, capsys):
     """splits.parquet lists seeds 0 and 1; with seed 0's checkpoint removed, the figures are
     over seed 1 alone, and the replay says so instead of passing them off as the training's."""
