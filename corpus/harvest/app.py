@@ -7,6 +7,7 @@ import os
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -520,7 +521,10 @@ def load_guide_inputs(config: HarvestConfig) -> tuple[GuideModel, Budget] | None
     try:
         model = load_model(config.rank_with)
     except (OSError, ValueError, KeyError) as exc:
-        raise HarvestError(f"--rank-with {config.rank_with}: {exc}") from None
+        text = str(exc)
+        # load_model's messages start with the path: "--rank-with X: X: no ..." said it twice
+        named = text.startswith(str(Path(config.rank_with)))
+        raise HarvestError(f"--rank-with {text}" if named else f"--rank-with {config.rank_with}: {text}") from None
     return model, budget
 
 

@@ -74,6 +74,8 @@ def load_model(directory: str | Path) -> GuideModel:
     path = Path(directory)
     if path.is_file() and path.name == META:
         path = path.parent  # the checkpoint.json itself: its directory is meant
+    if not path.is_dir():  # else "no checkpoint.json there", as if a directory existed
+        raise FileNotFoundError(f"{path}: no such directory, so no checkpoint.json (expected a python -m train checkpoint)")
     for name in (META, WEIGHTS):
         if not (path / name).is_file():
             shipped = path / "checkpoint" / META
