@@ -395,7 +395,10 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     probe_out(config.out, force=config.force_out)
     if split is not None:  # shards given other selection flags would lose and repeat runs
         check_shard_plan(config.out, index, split, record=True)
-    print_start(console, resumed, facts, execution, config.out, notice, this_shard)
+    # Under a budget "N to measure" is what is compiled; say what is benchmarked before the
+    # work, not only in the summary at the end.
+    budget = None if guide is None or not todo else guide.plan_text([valid_configs(run) for run in todo])
+    print_start(console, resumed, facts, execution, config.out, notice, this_shard, budget)
     if not todo:
         finish_nothing_to_do(config, planned, console, resumed)
         return HarvestOutcome(planned, len(planned), None)

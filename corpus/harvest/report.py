@@ -229,10 +229,13 @@ def print_start(
     out: str,
     notice: str | None = None,
     shard: str | None = None,
+    budget: str | None = None,
 ) -> None:
     """What the harvest is about to do, before the progress bars; ``notice`` (from
     :func:`long_run_notice`) as a warning after it; ``shard``: which static shard this is
-    (:func:`shard_text`), None when the whole plan is harvested."""
+    (:func:`shard_text`), None when the whole plan is harvested; ``budget``: what a
+    ``--budget`` will benchmark of the configs to measure
+    (:meth:`corpus.harvest.guided.RunGuide.plan_text`), None without one."""
     rows = [] if shard is None else [("shard", shard)]
     measured = sum(valid_configs(run) for run in resumed.todo)
     ruled_out = sum(len(run.configs) for run in resumed.todo) - measured
@@ -247,6 +250,7 @@ def print_start(
                     f"{measured:,} to measure (the progress bar's total); {ruled_out:,} ruled out by "
                     "their family, written as skipped rows",
                 ),
+                *([("budget", budget)] if budget else []),
                 ("device", f"{facts.device_name} ({facts.arch}), IR target {execution.target}"),
                 ("workers", plural(execution.workers, "compile worker")),
                 ("dataset", out),
