@@ -343,7 +343,16 @@ def partitions(
         )
     splits = _stored_split(seed_model, samples)
     if splits is not None:
-        return split_frame(samples, splits, "train"), split_frame(samples, splits, config.partition), None
+        note = None
+        unsplit = samples.join(splits, on="run_id", how="anti")
+        if not unsplit.is_empty():  # runs added to --data since training: no partition to judge them in
+            families = ", ".join(sorted(set(unsplit["family"].unique().to_list())))
+            note = (
+                f"seed {seed_model.seed}: {unsplit['run_id'].n_unique()} run(s) of --data ({families}) "
+                f"are in none of its partitions in {find_splits_file(seed_model.path)} (not in the data "
+                "the model was trained with): left out"
+            )
+        return split_frame(samples, splits, "train"), split_frame(samples, splits, config.partition), note
     splits = redraw_split(config, samples, seed_model, level)
     held = split_frame(samples, splits, config.partition)
     stored = find_splits_file(seed_model.path)
@@ -442,14 +451,24 @@ def replay_seed(
     """Every strategy on every replayable held-out run of one seed (with ``remeasured``, see
     :func:`remeasured_latency`: only runs it measured)."""
     train, held, note = partitions(config, samples, seed_model, seed_model.model.level)
+    found = held.height
     held = held.filter(pl.col("run_id").is_in(ranked_runs(held))).sort("run_id", "config_id")
+    rankable = held.height
     if remeasured is not None:
         held, missing = with_remeasured(held, remeasured)
         if missing:
             left_out = f"seed {seed_model.seed}: {missing} held-out run(s) not remeasured in {config.remeasured} left out"
             note = left_out if note is None else f"{note}; {left_out}"
     if held.is_empty():
-        empty = f"seed {seed_model.seed}: no held-out run with two valid configs"
+        # Say why: "no held-out run with two valid configs" was printed also when --data held
+        # none of them (a model of other data) or --remeasured measured none of them.
+        if not found:
+            why = f"--data holds none of the {config.partition} runs of its split"
+        elif not rankable:
+            why = "none has two valid configs"
+        else:
+            why = f"{config.remeasured} remeasured none of them"
+        empty = f"seed {seed_model.seed}: no held-out run to replay ({why})"
         return [], empty if note is None else f"{note}; {empty}"
     scores = static_scores(
         config.strategies,

@@ -113,6 +113,27 @@ def test_a_splits_file_of_other_data_is_named_when_the_split_is_redrawn(harveste
     assert "splits.parquet names no run of --data for this seed (a model trained on other data)" in printed
 
 
+def test_runs_the_stored_split_does_not_know_and_a_seed_with_none_held_out_are_named(
+    harvested, trained, tmp_path, capsys
+):
+    """--data with runs the training never saw (in no partition of splits.parquet) left them out
+    without a word, and a seed whose held-out runs --data lacks was said to have "no held-out
+    run with two valid configs"."""
+    model = _copy_output(trained, tmp_path / "other")
+    splits = pl.read_parquet(model / "splits.parquet")
+    lost = (pl.col("kind") == "family") & (pl.col("seed") == 0) & (pl.col("split") == "test")
+    gone = sorted(set(splits.filter(lost)["run_id"]))  # as if trained on data without them
+    splits.with_columns(pl.when(lost).then(pl.lit("run-of-other-data")).otherwise(pl.col("run_id")).alias("run_id")).write_parquet(
+        model / "splits.parquet"
+    )
+    argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
+    assert main(argv) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"seed 0: {len(gone)} run(s) of --data" in printed and "are in none of its partitions" in printed
+    assert "seed 0: no held-out run to replay (--data holds none of the test runs of its split)" in printed
+    assert "seed 1: " not in printed  # its split knows every run
+
+
 def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, trained, tmp_path, capsys):
     """A checkpoint replayed on data its split cannot be found for: the split drawn again may
     hold out families the model trained on (another dataset's model); their runs are left out,
