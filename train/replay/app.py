@@ -118,6 +118,12 @@ def check_config(config: ReplayConfig) -> None:
         raise ValueError("--strategies remeasured needs --remeasured DIR (a second harvest of the runs)")
     if config.remeasured is not None and "://" not in config.remeasured and not Path(config.remeasured).is_dir():
         raise ValueError(f"--remeasured {config.remeasured}: no such dataset directory")
+    if config.remeasured is not None and _same_place(config.remeasured, config.data):
+        # ordered by the very latencies it is judged by, remeasured always found the best first
+        raise ValueError(
+            f"--remeasured {config.remeasured}: is --data itself; give a second harvest of the "
+            "same runs (the same command into another directory)"
+        )
     if config.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {config.repeats}")
     repeated = sorted({s for s in config.strategies if config.strategies.count(s) > 1})
@@ -138,6 +144,13 @@ def check_config(config: ReplayConfig) -> None:
         raise ValueError(f"--ei-noise must be > 0, got {config.ei_noise}")
     if config.partition not in REPLAYABLE:
         raise ValueError(f"--partition must be one of {', '.join(REPLAYABLE)}, got {config.partition}")
+
+
+def _same_place(first: str, second: str) -> bool:
+    """Whether two dataset locations (directories or URLs) name the same dataset."""
+    if "://" in first or "://" in second:
+        return first.rstrip("/") == second.rstrip("/")
+    return Path(first).resolve() == Path(second).resolve()
 
 
 @dataclass(frozen=True)

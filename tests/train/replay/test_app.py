@@ -178,6 +178,8 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
         # then refused to replace it
         (["--model", str(trained), "--out", harvested], "is the dataset --data"),
         (["--model", str(trained), "--out", str(trained)], f"goes to {trained / 'replay' / 'gnn-family'}"),
+        # ordered by the latencies it is judged by, "remeasured" always found the best at once
+        (["--model", str(trained), "--remeasured", harvested + "/"], "is --data itself"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["--data", harvested, *argv])
@@ -304,11 +306,13 @@ def _copy_without_run(source: str, target: Path, run_id: str) -> None:
 
 def test_remeasured_orders_by_another_measurement_of_the_runs(harvested, trained, tmp_path, capsys):
     """--remeasured DIR: the strategy ``remeasured`` ranks by DIR's latencies. With --data's own
-    measurements it is an oracle (the best config first: zero regret at budget 1), and held-out
+    measurements (a copy: --data itself is refused) it is an oracle (the best config first: zero regret at budget 1), and held-out
     runs DIR lacks are left out of every strategy, with a note."""
     out = tmp_path / "oracle"
     argv = ["--data", harvested, "--model", str(trained), "--split", "cluster", "--strategies", "random,model"]
-    assert main([*argv, "--remeasured", harvested, "--out", str(out)]) == 0
+    same = tmp_path / "same"  # --data itself is refused as --remeasured: a copy of it is the oracle
+    shutil.copytree(harvested, same)
+    assert main([*argv, "--remeasured", str(same), "--out", str(out)]) == 0
     runs = pl.read_parquet(out / "runs.parquet")
     oracle = runs.filter(pl.col("strategy") == "remeasured")
     assert oracle.height == runs.filter(pl.col("strategy") == "random").height > 0
