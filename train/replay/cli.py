@@ -70,7 +70,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         "--strategies",
         default=",".join(STRATEGIES),
         help=f"comma-separated subset of {','.join(KNOWN)} (default: all but remeasured, which "
-        "--remeasured adds)",
+        "--remeasured adds; random is always added: 'vs random' divides by it)",
     )
     parser.add_argument(
         "--remeasured",
@@ -127,6 +127,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
     if args.remeasured is not None and REMEASURED not in strategies:
         strategies += (REMEASURED,)
+    if strategies and "random" not in strategies:
+        # what "vs random", the column the goal is judged by, divides by (exact and cheap)
+        strategies = ("random", *strategies)
     config = ReplayConfig(
         data=args.data,
         model=args.model,

@@ -158,6 +158,16 @@ def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, t
     assert "no held-out run to replay" in err and "families the model trained on are left out" in err
 
 
+def test_random_is_replayed_whatever_strategies_are_asked_for(harvested, trained, tmp_path, capsys):
+    """--strategies model,auto left the goal's column, "vs random", empty ("-") and the per-seed
+    ratios out: random, what it divides by, was not replayed."""
+    out = tmp_path / "r"
+    assert main(["--data", harvested, "--model", str(trained), "--out", str(out), "--strategies", "model,auto"]) == 0
+    assert "| random |" in capsys.readouterr().out
+    summary = json.loads((out / "replay.json").read_text())
+    assert summary["strategies"]["model"]["vs_random"]["mean"] is not None
+
+
 def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("not a directory")
