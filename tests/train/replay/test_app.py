@@ -419,6 +419,38 @@ def test_a_stopped_replay_says_so_in_one_line(
 
 
 
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_replay_stopped_while_it_imports_says_so_in_one_line(harvested, trained, tmp_path, name, code):
+    """Ctrl-C in the seconds python -m train.replay spends importing torch printed a
+    KeyboardInterrupt traceback (the package imported everything before __main__ ran), and
+    SIGTERM killed it without a word. A process of its own: the imports are the point. The
+    signal goes once torch's compiled core is imported (-X importtime), with most of torch
+    still to import."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[3]
+    command = [sys.executable, "-X", "importtime", "-m", "train.replay", "--data", harvested,
+               "--model", str(trained), "--out", str(tmp_path / "r")]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=repo, env=env)
+    assert process.stderr is not None
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if line.startswith("import time:") and line.split("|")[-1].strip() == "torch._C":
+            process.send_signal(signal.Signals[name])
+            break
+    _, rest = process.communicate(timeout=120)
+    err = [line for line in (*lines, *rest.splitlines(keepends=True)) if not line.startswith("import time:")]
+    assert process.returncode == code, "".join(err)[-3000:]
+    what = "interrupted" if name == "SIGINT" else f"stopped by {name}"
+    assert [line.strip() for line in err] == [f"{what}: nothing written"]
+    assert not (tmp_path / "r" / "replay.md").exists()
+
+
 def test_without_a_shipped_checkpoint_the_default_model_is_the_first_of_gnn_gnn_plain_mlp(tmp_path):
     """--model-name's default, as its help says: the model checkpoint/ ships, else the first of
     gnn, gnn-plain, mlp the output holds (whatever order --models gave)."""
