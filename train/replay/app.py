@@ -212,6 +212,9 @@ def select_checkpoints(root: Path, model_name: str | None, split: str | None) ->
         hint = ""
         if (root / SHIPPED / META).is_file():
             hint = f"; give --model {root / SHIPPED} to replay the one model there"
+        output = _output_above(root)
+        if output is not None:  # e.g. OUT/checkpoints or OUT/checkpoints/gnn
+            hint = f"; give --model {output}, the python -m train output it is part of"
         raise ValueError(
             f"--model {root}: no checkpoint.json there and no per-seed models in "
             f"{root}/checkpoints/<model>/<split>/seed-N (python -m train writes them){hint}"
@@ -266,6 +269,16 @@ def missing_seeds(root: Path, selection: Selection) -> list[int]:
     trained = {int(seed) for seed in splits["seed"].unique().to_list()}
     present = {int(p.name.removeprefix("seed-")) for p in selection.paths}
     return sorted(trained - present)
+
+
+def _output_above(directory: Path) -> Path | None:
+    """The ``python -m train`` output ``directory`` lies inside (``OUT/checkpoints``,
+    ``OUT/checkpoints/<model>``, ``OUT/checkpoints/<model>/<kind>``), or None."""
+    resolved = directory.resolve()
+    for parent in resolved.parents[:3]:
+        if resolved.is_relative_to(parent / CHECKPOINTS) and seed_checkpoints(parent):
+            return parent
+    return None
 
 
 def default_out(root: Path, selection: Selection, partition: str = HELD_OUT) -> Path:

@@ -173,6 +173,8 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
     afile.write_text("not a directory")
     for argv, message in (
         (["--model", str(tmp_path)], "no checkpoint.json"),
+        # a directory inside the output: the output itself is what the replay takes
+        (["--model", str(trained / "checkpoints" / "gnn")], f"give --model {trained}, the python -m train output"),
         (["--model", str(trained), "--strategies", "random,psychic"], "unknown psychic"),
         (["--model", str(trained), "--repeats", "0"], "--repeats: expected an integer >= 1"),
         (["--model", str(trained), "--split", "shape"], "gnn has family, cluster only"),
