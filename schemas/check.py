@@ -265,8 +265,9 @@ def _check_keys(
             report.warnings.append(message + _copies_verdict(table, key))
             continue
         report.problems.append(
-            f"{message}; {_example(loc, found[name], key, repeats)} (rows written twice; readers "
-            "refuse the table)"
+            f"{message}; {_example(loc, found[name], key, repeats)} (rows written twice, or one log "
+            "imported into datasets since merged; readers refuse the table; `check --fix` drops copies "
+            "that are identical or differ only in when and where one import ran)"
         )
 
 

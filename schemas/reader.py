@@ -46,7 +46,7 @@ from schemas.keys import (
     repeated_keys,
 )
 from schemas.migrations import oldest_readable, upgrade
-from schemas.replacement import settle_claims
+from schemas.replacement import claim_columns, settle_claims
 from schemas.storage import (
     PARQUET,
     FileStat,
@@ -184,13 +184,16 @@ def _scannable(table: str, metadata: pq.FileMetaData) -> bool:
 
 
 def file_keys(loc: Location, table: str, path: str, version: int) -> pa.Table:
-    """The identity columns (key and fixed values, :attr:`schemas.tables.TableSpec.identity`)
-    of the rows of ``path``, a ``version`` file of ``table``, lifted to the current schema
-    (only those columns are read from a current-version file)."""
-    identity = list(table_spec(table).identity)
+    """The columns a replacement claim is checked on (key and fixed values, and what tells an
+    imported run: :func:`schemas.replacement.claim_columns`) of the rows of ``path``, a
+    ``version`` file of ``table``, lifted to the current schema (only those columns are read
+    from a current-version file; a nullable one it does not store is left out)."""
+    columns = list(claim_columns(table))
     if version == SCHEMA_VERSION:
-        return read_file(loc, path, identity)
-    return lift(table, read_file(loc, path), version).select(identity)
+        identity = table_spec(table).identity
+        stored = set(read_footer(loc, path).schema.names) if len(columns) > len(identity) else set()
+        return read_file(loc, path, [c for c in columns if c in identity or c in stored])
+    return lift(table, read_file(loc, path), version).select(columns)
 
 
 RELIST_ATTEMPTS = 20

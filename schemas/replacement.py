@@ -15,6 +15,13 @@ fixed columns (:attr:`schemas.tables.TableSpec.fixed`: what no maintenance comma
 compact), but not loop: files that replace each other in a cycle stay live and are reported.
 The check reads those identity columns only, and only while replaced files still exist (after
 a crash, until the next ``compact``).
+
+One exception: an imported run's ``finished_at`` (and ``started_at``, ``hostname``) records
+when and where ``python -m corpus.ingest`` ran, not the tuning it imports, whose
+``harvest_id`` derives from the log's content. Two imports of one log (on two machines, then
+merged) are the same rows but for those columns, and ``check --fix`` keeps one of them
+(:mod:`schemas.repair`); so ``finished_at`` is not compared for rows whose ``source`` is an
+importer's (:data:`IMPORT_SOURCES`, :func:`comparable_identity`).
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ import posixpath
 from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from schemas.enums import Source
 from schemas.errors import DatasetError, ReplacementError, StorageError, failure_reason
 from schemas.keys import missing_keys
 from schemas.storage import META_REPLACES, Footer, Location, write_atomic
@@ -32,8 +41,40 @@ from schemas.tables import TABLES
 from schemas.writer import new_writer_id, with_file_metadata
 
 KeyReader = Callable[[str], pa.Table]
-"""path -> the identity columns (key, then fixed columns) of that file's rows, lifted to the
-current schema (:func:`schemas.reader.file_keys`)."""
+"""path -> the identity columns (key, then fixed columns; :func:`claim_columns`) of that file's
+rows, lifted to the current schema (:func:`schemas.reader.file_keys`)."""
+
+IMPORT_SOURCES = frozenset({Source.HELION.value, Source.TRITONPARSE.value})
+"""``runs.source`` of rows ``python -m corpus.ingest`` wrote: their key derives from the log's
+content, so importing one log twice (into two datasets) gives the same keys."""
+
+IMPORT_OWN_COLUMNS = ("started_at", "finished_at", "hostname")
+"""Columns of an imported ``runs`` row that describe the import (its clock and machine), not
+the tuning imported: the only columns in which two imports of one log differ."""
+
+
+def claim_columns(table: str) -> tuple[str, ...]:
+    """The columns a claim is checked on: the table's identity (key, fixed columns), and for
+    ``runs`` the ``source`` that tells an imported row (:func:`comparable_identity`)."""
+    identity = TABLES[table].identity
+    return (*identity, "source") if table == "runs" else identity
+
+
+def comparable_identity(table: str, rows: pa.Table) -> pa.Table:
+    """The identity columns of ``rows`` (which hold :func:`claim_columns`; ``source`` may be
+    absent), as compared between a replaced file and its replacement: an imported run's
+    ``finished_at`` is the import's clock (:data:`IMPORT_OWN_COLUMNS`), so it is left out
+    (null) for those rows; every other row keeps it."""
+    identity = list(TABLES[table].identity)
+    if table != "runs" or "source" not in rows.column_names:
+        return rows.select(identity)
+    imported = pc.fill_null(
+        pc.is_in(rows.column("source"), value_set=pa.array(sorted(IMPORT_SOURCES), rows.schema.field("source").type)),
+        False,
+    )
+    finished = rows.column("finished_at")
+    compared = pc.if_else(imported, pa.scalar(None, finished.type), finished)
+    return rows.select(identity).set_column(identity.index("finished_at"), "finished_at", compared)
 
 
 def settle_claims(
@@ -65,7 +106,9 @@ def settle_claims(
     for replacer, replaced in claims:
         if replaced in invalid:
             continue  # an invalid file cannot be vouched for; its own error is reported
-        missing = missing_keys(read_keys(replaced), read_keys(replacer), identity)
+        missing = missing_keys(
+            comparable_identity(table, read_keys(replaced)), comparable_identity(table, read_keys(replacer)), identity
+        )
         if missing:
             problems.append(
                 ReplacementError(
@@ -129,9 +172,9 @@ def replace_files(
     old file (:data:`KeyReader`).
     """
     identity = TABLES[name].identity
-    new_rows = rows.select(list(identity))
+    new_rows = comparable_identity(name, rows.select([c for c in claim_columns(name) if c in rows.column_names]))
     for path in paths:
-        missing = missing_keys(read_keys(path), new_rows, identity)
+        missing = missing_keys(comparable_identity(name, read_keys(path)), new_rows, identity)
         if missing:
             raise DatasetError(
                 f"{path}: {missing} of its rows would be missing from its replacement "
