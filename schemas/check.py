@@ -285,8 +285,8 @@ def _copies_verdict(table: pa.Table, key: tuple[str, ...]) -> str:
     example = ", ".join(f"{k}={v}" for k, v in (differing.example or {}).items())
     return (
         f" — {differing.extra} copy(ies) differ from the first in other columns, e.g. {example} "
-        "(another extractor version, or damage); readers and `compact` keep the copy in the "
-        "file whose name sorts first"
+        "(another extractor version, or damage); readers and `compact` keep the copy in a file at "
+        "the current schema version, the first such file by path, else in the first older file by path"
     )
 
 

@@ -340,3 +340,71 @@ def test_url_of_unknown_or_missing_storage_is_one_line():
             assert command(url, console=console) == 2, (command, url)
             text = console.file.getvalue()
             assert text.startswith(f"error: {url}: ") and text.count("\n") == 1, text
+
+
+V1_DATASET = Path(__file__).parent / "fixtures" / "v1_dataset"
+
+
+def _graph_copy(root: Path, name: str, ir_text: str) -> str:
+    """A current-version copy of the v1 dataset's first TTIR graph row with another ``ir_text``
+    (the same IR with other source locations: another extractor), in
+    ``ir_graphs/level=ttir/NAME``; returns its ir_id."""
+    from schemas import read_table
+
+    row = read_table(str(root), "ir_graphs", filters=[("level", "=", "ttir")]).to_pylist()[0]
+    directory = root / "ir_graphs" / "level=ttir"
+    before = set(directory.iterdir())
+    DatasetWriter(str(root)).write("ir_graphs", [{**row, "ir_text": ir_text}])
+    (written,) = set(directory.iterdir()) - before
+    written.rename(directory / name)
+    return row["ir_id"]
+
+
+def test_differing_ir_copies_read_as_check_says_current_version_first(tmp_path):
+    """The gap: check's warning and docs/dataset.md said readers keep the copy "in the file whose
+    name sorts first"; they keep a current-version file's copy before an older file's, whatever
+    the names, and among files of one version the first by path. compact keeps the same copy."""
+    from schemas import read_table, scan_table
+    from schemas.compact import compact_dataset
+
+    root = tmp_path / "ds"
+    shutil.copytree(V1_DATASET, root)
+    ttir = root / "ir_graphs" / "level=ttir"
+    (old,) = ttir.iterdir()
+    old.rename(ttir / "part-0-older.parquet")  # the version-1 file's name sorts first
+    stored = read_table(str(root), "ir_graphs")
+    old_texts = dict(zip(stored.column("ir_id").to_pylist(), stored.column("ir_text").to_pylist()))
+    ir_id = _graph_copy(root, "part-2-current.parquet", "current, sorting last")
+    _graph_copy(root, "part-1-current.parquet", "current, sorting first among current")
+
+    warnings = [w for w in check_dataset(str(root)).warnings if w.startswith("ir_graphs: ")]
+    assert len(warnings) == 1 and "differ from the first in other columns" in warnings[0]
+    assert "file whose name sorts first" not in warnings[0]
+    assert "a file at the current schema version, the first such file by path" in warnings[0]
+
+    def texts() -> dict[str, str]:
+        eager = read_table(str(root), "ir_graphs")
+        lazy = scan_table(str(root), "ir_graphs").collect().to_arrow()
+        assert sorted(eager.to_pylist(), key=str) == sorted(lazy.to_pylist(), key=str)
+        assert eager.num_rows == len(old_texts)
+        return dict(zip(eager.column("ir_id").to_pylist(), eager.column("ir_text").to_pylist()))
+
+    read = texts()
+    assert read[ir_id] == "current, sorting first among current"  # not the older file's copy
+    chosen = read_table(str(root), "ir_graphs", filters=[("ir_text", "=", "current, sorting last")])
+    assert chosen.column("ir_id").to_pylist() == [ir_id]  # a filter applies before the choice
+    assert {k: v for k, v in read.items() if k != ir_id} == {k: v for k, v in old_texts.items() if k != ir_id}
+    (ttir / "part-1-current.parquet").unlink()
+    assert texts()[ir_id] == "current, sorting last"
+    (ttir / "part-2-current.parquet").unlink()
+    assert texts()[ir_id] == old_texts[ir_id]  # only the older file holds it now
+
+    _graph_copy(root, "part-3-current.parquet", "current again")
+    compact_dataset(str(root))
+    assert texts()[ir_id] == "current again"  # compact kept the copy the readers read
+    assert len(list(ttir.iterdir())) == 1
+
+    compact_dataset(str(root), min_files=1)  # every file at the current version: polars' own scan
+    _graph_copy(root, "part-5-current.parquet", "current, sorting after part-4")
+    _graph_copy(root, "part-4-current.parquet", "current, sorting first")  # before part-compact-*
+    assert texts()[ir_id] == "current, sorting first"
