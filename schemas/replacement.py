@@ -21,7 +21,7 @@ when and where ``python -m corpus.ingest`` ran, not the tuning it imports, whose
 ``harvest_id`` derives from the log's content. Two imports of one log (on two machines, then
 merged) are the same rows but for those columns, and ``check --fix`` keeps one of them
 (:mod:`schemas.repair`); so ``finished_at`` is not compared for rows whose ``source`` is an
-importer's (:data:`IMPORT_SOURCES`, :func:`comparable_identity`).
+importer's (:data:`IMPORT_SOURCES`, :func:`comparable_identity`), and ``source`` is.
 """
 
 from __future__ import annotations
@@ -55,26 +55,28 @@ the tuning imported: the only columns in which two imports of one log differ."""
 
 def claim_columns(table: str) -> tuple[str, ...]:
     """The columns a claim is checked on: the table's identity (key, fixed columns), and for
-    ``runs`` the ``source`` that tells an imported row (:func:`comparable_identity`)."""
+    ``runs`` the ``source`` that tells an imported row (:func:`comparable_identity`), itself
+    compared: no maintenance command rewrites it."""
     identity = TABLES[table].identity
     return (*identity, "source") if table == "runs" else identity
 
 
 def comparable_identity(table: str, rows: pa.Table) -> pa.Table:
-    """The identity columns of ``rows`` (which hold :func:`claim_columns`; ``source`` may be
-    absent), as compared between a replaced file and its replacement: an imported run's
-    ``finished_at`` is the import's clock (:data:`IMPORT_OWN_COLUMNS`), so it is left out
-    (null) for those rows; every other row keeps it."""
-    identity = list(TABLES[table].identity)
-    if table != "runs" or "source" not in rows.column_names:
-        return rows.select(identity)
-    imported = pc.fill_null(
-        pc.is_in(rows.column("source"), value_set=pa.array(sorted(IMPORT_SOURCES), rows.schema.field("source").type)),
-        False,
-    )
+    """The :func:`claim_columns` of ``rows`` as compared between a replaced file and its
+    replacement (a ``source`` that ``rows`` lacks is null): an imported run's ``finished_at``
+    is the import's clock (:data:`IMPORT_OWN_COLUMNS`), so it is left out (null) for those
+    rows; every other row keeps it. ``source`` being compared too, a replacement that calls a
+    harvested run imported does not escape the check."""
+    columns = list(claim_columns(table))
+    if table != "runs":
+        return rows.select(columns)
+    if "source" not in rows.column_names:
+        rows = rows.append_column("source", pa.nulls(rows.num_rows, pa.string()))
+    source = rows.column("source")
+    imported = pc.fill_null(pc.is_in(source, value_set=pa.array(sorted(IMPORT_SOURCES), source.type)), False)
     finished = rows.column("finished_at")
     compared = pc.if_else(imported, pa.scalar(None, finished.type), finished)
-    return rows.select(identity).set_column(identity.index("finished_at"), "finished_at", compared)
+    return rows.select(columns).set_column(columns.index("finished_at"), "finished_at", compared)
 
 
 def settle_claims(
@@ -100,14 +102,14 @@ def settle_claims(
     claims = [(replacer, replaced) for replacer, replaced in claims if replaced in present]
     if not claims:
         return set(), []
-    identity = TABLES[table].identity
+    compared = claim_columns(table)
     problems: list[DatasetError] = []
     verified: dict[str, set[str]] = {}
     for replacer, replaced in claims:
         if replaced in invalid:
             continue  # an invalid file cannot be vouched for; its own error is reported
         missing = missing_keys(
-            comparable_identity(table, read_keys(replaced)), comparable_identity(table, read_keys(replacer)), identity
+            comparable_identity(table, read_keys(replaced)), comparable_identity(table, read_keys(replacer)), compared
         )
         if missing:
             problems.append(
@@ -136,9 +138,11 @@ def settle_claims(
 
 def _compared(table: str) -> str:
     spec = TABLES[table]
-    if not spec.fixed:
+    values = claim_columns(table)[len(spec.key):]
+    if not values:
         return f"by key {', '.join(spec.key)}"
-    return f"by key {', '.join(spec.key)} and values of {', '.join(spec.fixed)}"
+    imported = " (finished_at not for imported runs)" if table == "runs" else ""
+    return f"by key {', '.join(spec.key)} and values of {', '.join(values)}{imported}"
 
 
 def _reachable(live: set[str], edges: Mapping[str, set[str]]) -> set[str]:
@@ -171,10 +175,10 @@ def replace_files(
     change rows) or the new file cannot be written. ``read_keys``: the identity columns of an
     old file (:data:`KeyReader`).
     """
-    identity = TABLES[name].identity
-    new_rows = comparable_identity(name, rows.select([c for c in claim_columns(name) if c in rows.column_names]))
+    compared = claim_columns(name)
+    new_rows = comparable_identity(name, rows.select([c for c in compared if c in rows.column_names]))
     for path in paths:
-        missing = missing_keys(comparable_identity(name, read_keys(path)), new_rows, identity)
+        missing = missing_keys(comparable_identity(name, read_keys(path)), new_rows, compared)
         if missing:
             raise DatasetError(
                 f"{path}: {missing} of its rows would be missing from its replacement "

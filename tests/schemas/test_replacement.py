@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -84,6 +85,38 @@ def test_a_file_with_the_same_keys_but_other_timings_cannot_retire_the_real_one(
     assert real.exists()
     (real.parent / "part-forged.parquet").unlink()
     assert 999.0 not in read_table(dataset, "measurements").column("median_ms").to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("stored", "claimed", "honoured"),
+    [("harvest", "harvest", False), ("harvest", "helion", False), ("tritonparse", "tritonparse", True)],
+)
+def test_a_claim_with_other_finished_at_is_honoured_for_imported_runs_only(
+    dataset: str, stored: str, claimed: str, honoured: bool
+) -> None:
+    """An imported run's finished_at is when the import ran (two imports of one log differ in
+    it, and ``check --fix`` keeps the earliest), so a claim is not checked on it; a harvested
+    run's is its measurement's, and a claim that changes it is refused, also when the claiming
+    file calls the run imported (``source`` is compared)."""
+    real = _runs_file(dataset)
+    rows = pq.read_table(real).replace_schema_metadata(None)
+
+    def with_values(source: str, finished: datetime) -> pa.Table:
+        changed = rows.set_column(rows.schema.get_field_index("source"), "source", pa.array([source]))
+        index = changed.schema.get_field_index("finished_at")
+        return changed.set_column(index, changed.schema.field(index), pa.array([finished], changed.schema.field(index).type))
+
+    earlier, later = (datetime(2026, 11, 24, hour, tzinfo=timezone.utc) for hour in (11, 12))
+    assert rows.num_rows == 1
+    pq.write_table(with_file_metadata(with_values(stored, earlier), TABLES["runs"], {}), real)
+    _claim(real.parent / "part-later.parquet", with_values(claimed, later), "runs", [real.name])
+
+    if honoured:
+        assert read_table(dataset, "runs", filters=[("source", "=", claimed)]).column("finished_at").to_pylist() == [later]
+        assert check_dataset(dataset).ok
+    else:
+        with pytest.raises(ReplacementError, match=r"1 of that file.s rows are not in it .*finished_at, source"):
+            read_table(dataset, "runs")
 
 
 def test_files_replacing_each_other_in_a_cycle_retire_nothing(dataset: str) -> None:
