@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schemas import DatasetError
@@ -37,6 +38,7 @@ from train.experiment import (
     run_experiment,
 )
 from train.fit import TrainConfig
+from train.layout import replays_in
 from train.losses import RANKING_LOSSES, LossWeights
 from train.report_doc import build_report, print_report
 from train.settings import distributed_world
@@ -309,6 +311,15 @@ def _run(config: ExperimentConfig) -> int:
         return 2
     main_rank = distributed_world()[0] == 0
     console = Console(stderr=True, quiet=not main_rank)
+    replays = replays_in(config.out)
+    if replays:  # deleted with the old output once this run is swapped in: say so while it can be saved
+        console.print(
+            f"[bold yellow]note:[/] --out {escape(config.out)} holds python -m train.replay results "
+            f"({escape(', '.join(replays))}) that judged the models this run replaces: they are deleted "
+            "when it finishes; copy them elsewhere now to keep them",
+            highlight=False,
+            soft_wrap=True,
+        )
     neural = [m for m in config.models if m in NEURAL]
     per_seed = len(neural) * config.train.epochs + len(config.models) - len(neural)
     total = len(config.split_kinds) * config.seeds * per_seed

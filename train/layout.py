@@ -86,6 +86,16 @@ def find_splits_file(checkpoint_dir: str | Path, levels: int = 4) -> Path | None
     return None
 
 
+def replays_in(out: str | Path) -> list[str]:
+    """What ``python -m train.replay`` wrote in ``OUT/replay`` (its entries as ``replay/NAME``,
+    sorted; empty when there is none): a new ``python -m train`` into ``OUT`` deletes them with
+    the old output, since they judged the models it replaces, and says so first."""
+    root = Path(out) / REPLAYS
+    if not root.is_dir():
+        return []
+    return sorted(f"{REPLAYS}/{entry.name}" for entry in root.iterdir())
+
+
 def out_problem(out: str | Path, option: str = "--out") -> str | None:
     """Why the directory ``out`` cannot take a command's outputs (it is created when missing,
     and a file is written and removed there), or None: checked before any work, so hours of

@@ -292,3 +292,23 @@ def test_train_baselines_judges_lightgbm_as_python_m_train_does(harvested, tmp_p
         }
 
     assert taus(tmp_path / "baselines") == taus(out)
+
+
+def test_a_rerun_says_which_replays_it_deletes_before_training(tmp_path, capsys):
+    """OUT/replay/ (python -m train.replay's results for the earlier models) went with the old
+    output without a word: the rerun names what goes before any training."""
+    data = write_dataset(str(tmp_path / "data"), n_families=4).root
+    out = tmp_path / "out"
+    argv = ["--data", data, "--out", str(out), "--epochs", "1", "--models", "mlp", "--seeds", "1",
+            "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    assert main(argv) == 0
+    assert "train.replay" not in capsys.readouterr().err  # nothing to delete: nothing said
+    for name in ("mlp-family", "mlp-family-val"):
+        (out / "replay" / name).mkdir(parents=True)
+        (out / "replay" / name / "replay.md").write_text("# Tuning replay\n")
+    assert main(argv) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    said = err.index("holds python -m train.replay results (replay/mlp-family, replay/mlp-family-val)")
+    assert "deleted when it finishes" in err
+    assert said < err.index("loaded ")  # before the training
+    assert not (out / "replay").exists()
