@@ -216,11 +216,21 @@ def render(
     """The markdown report: what was replayed, the strategy table, ``auto``, per seed, per
     family."""
     seeds = meta.get("seeds", [])
+    # A seed whose split held out no run to replay is in no figure: the intervals are over the
+    # seeds that contributed runs, which the header says rather than the notes alone.
+    contributed = {row["seed"] for row in seed_rows}
+    idle = [seed for seed in seeds if seed not in contributed] if seed_rows else []
+    which = (
+        f"{len(seeds) - len(idle)} of the {len(seeds)} contributed runs, seed(s) "
+        f"{', '.join(map(str, idle))} none to replay; "
+        if idle
+        else ""
+    )
     parts = [
         "# Tuning replay",
         "",
         f"data `{meta.get('data')}`, model `{meta.get('model')}`, split `{meta.get('split')}`, "
-        f"seeds {', '.join(map(str, seeds))} ({meta.get('runs')} held-out "
+        f"seeds {', '.join(map(str, seeds))} ({which}{meta.get('runs')} held-out "
         f"{'val ' if meta.get('partition') == 'val' else ''}runs over all seeds, "
         f"{meta.get('configs')} configs)"
         # --repeats concerns lfbo alone: the other strategies are exact or deterministic

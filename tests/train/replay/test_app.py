@@ -132,6 +132,7 @@ def test_runs_the_stored_split_does_not_know_and_a_seed_with_none_held_out_are_n
     assert f"seed 0: {len(gone)} run(s) of --data" in printed and "are in none of its partitions" in printed
     assert "seed 0: no held-out run to replay (--data holds none of the test runs of its split)" in printed
     assert "seed 1: " not in printed  # its split knows every run
+    assert "seeds 0, 1 (1 of the 2 contributed runs, seed(s) 0 none to replay;" in printed  # the header
 
 
 def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, trained, tmp_path, capsys):

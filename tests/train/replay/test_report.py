@@ -78,3 +78,18 @@ def test_the_auto_line_and_header_give_the_settings_replayed(tmp_path: Path) -> 
         assert "draws per run" not in markdown
     markdown = write_outputs(tmp_path, [*outcomes, _outcome(0, "lfbo", "softmax", 2.0)], ["random", "lfbo", "auto"], meta)
     assert "lfbo draws per run: 3" in markdown
+
+
+def test_the_header_says_how_many_seeds_contributed_runs(tmp_path: Path) -> None:
+    """Seeds 0-2 listed, seed 1's split held out no run to replay: the header listed all three
+    as if each were in the figures (only a note further down said otherwise)."""
+    outcomes = [
+        _outcome(0, "random", "softmax", 4.0),
+        _outcome(2, "random", "welford", 2.0),
+    ]
+    meta = {"seeds": [0, 1, 2], "runs": 2, "configs": 8}
+    markdown = write_outputs(tmp_path, outcomes, ["random"], meta)
+    header = markdown.splitlines()[2]
+    assert "seeds 0, 1, 2 (2 of the 3 contributed runs, seed(s) 1 none to replay; 2 held-out runs" in header
+    every = write_outputs(tmp_path, outcomes, ["random"], {**meta, "seeds": [0, 2]})
+    assert "seeds 0, 2 (2 held-out runs over all seeds, 8 configs)" in every
