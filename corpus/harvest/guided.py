@@ -217,8 +217,17 @@ class RunGuide:
                 f"model {self.model.name}'s pick and the default, then one config at a time while "
                 f"one is expected to gain {self.ei.threshold:.0%}: up to all {total:,} configs"
             )
+        elif total and most >= total:  # K or P% covers every run: said here, once, not per run
+            return (
+                f"--budget {self.budget.text} benchmarks all {total:,} configs to measure (the default "
+                f"and model {self.model.name}'s top {self.budget.text} are every config of each run): "
+                "it saves no benchmark over a harvest without --budget, only adds the ranking"
+            )
         else:
-            how = f"the default and model {self.model.name}'s top {self.budget.text} of each run: at most {most:,} of {total:,} configs"
+            whole = sum(1 for n in compiled if n and self.budget.most_benchmarked(n) >= n)
+            runs = sum(1 for n in compiled if n)
+            every = f" (every config of {whole} of the {runs} runs)" if whole else ""
+            how = f"the default and model {self.model.name}'s top {self.budget.text} of each run: at most {most:,} of {total:,} configs{every}"
         return f"--budget {self.budget.text} benchmarks {how}; every config is compiled, the rest written as skipped rows"
 
     def count_benchmarked(self, configs: int) -> None:

@@ -131,6 +131,27 @@ def test_a_dry_run_plans_what_the_budget_benchmarks(guide_model: Path, tmp_path:
     assert not (tmp_path / "plan").exists()
 
 
+@pytest.mark.parametrize("budget", ["100%", "3", "9"])
+def test_a_budget_that_covers_every_config_says_it_saves_nothing(guide_model: Path, tmp_path: Path, budget: str) -> None:
+    """3 runs of 4 configs: 100%, or K >= 3 beyond the default, benchmarks every config, and the
+    plan said "at most 12 of 12 configs ... the rest written as skipped rows" as if it saved some."""
+    printed = " ".join(harvest(tmp_path / "plan", rank_with=str(guide_model), budget=budget, dry_run=True).split())
+    assert f"--budget {budget} benchmarks all 12 configs to measure" in printed
+    assert printed.count("it saves no benchmark over a harvest without --budget") == 1  # once, not per run
+    assert "the rest written as skipped rows" not in printed
+
+
+def test_a_budget_that_covers_some_runs_says_how_many(guide_model: Path) -> None:
+    """Runs of 4, 2 and 8 configs under --budget 2 (the default + 2): the run of 2 is benchmarked
+    whole, the others save configs."""
+    from corpus.harvest.guided import RunGuide
+    from train.guide import load_model, parse_budget
+
+    text = RunGuide(load_model(guide_model), parse_budget("2")).plan_text([4, 2, 8])
+    assert "at most 8 of 14 configs (every config of 1 of the 3 runs);" in text
+    assert "saves no benchmark" not in text
+
+
 def test_a_model_that_never_read_the_ir_target_guides_nothing(guide_model: Path, tmp_path: Path) -> None:
     printed = harvest(tmp_path / "sm80", rank_with=str(guide_model), budget="1", dry_run=True, target="sm_80")
     printed = " ".join(printed.split())
