@@ -73,6 +73,7 @@ from corpus.harvest.runner import (
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environments
 from corpus.suite.spec import KernelSpec
+from schemas.console import key_values, print_trimmed
 from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.writer import new_writer_id
 
@@ -551,6 +552,8 @@ def _harvest(
     console.print(
         f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"
     )
+    if guide is not None and resumed.todo:  # as a local harvest's start lines: before the work
+        print_trimmed(console, key_values([("budget", guide.plan_text([valid_configs(run) for run in resumed.todo]))]))
     if not resumed.todo:
         finish_nothing_to_do(config, planned, console, resumed)
         return HarvestOutcome(planned, len(planned), None)

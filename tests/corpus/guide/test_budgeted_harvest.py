@@ -91,6 +91,10 @@ def test_a_budgeted_harvest_on_ray_plans_as_one_machine_does(guide_model: Path, 
     assert all(e.startswith(f"{BUDGET_SKIP} 1: model checkpoint@") for e in skipped["error"])
     flat = " ".join(printed.split())
     assert "benchmarked 6 of 12 compiled config(s)" in flat and "best config per run" in flat
+    # the driver's start lines name the budget, as a local harvest's do (they did not)
+    start = flat[flat.index("harvest on Ray:") : flat.index("run 1/3 ")]
+    assert "budget --budget 1 benchmarks the default and model checkpoint@" in start
+    assert "at most 6 of 12 configs" in start
 
     harvest(out, ray="auto", device="cpu")
     latest = rows(out)
