@@ -22,6 +22,12 @@ When the model cannot rank -- no config compiles for the target, the model refus
 the kernel's source cannot be loaded -- the provider returns every config (Triton benchmarks
 them all, as without it) and warns once per kernel.
 
+On Triton's interpreter the provider also hands the autotuner a CPU-time bench
+(:class:`InterpreterBench`) when it has none: Triton's default benchmarker asks the GPU driver
+for one and fails there ("0 active drivers"), which left a user to set the private
+``kernel._do_bench`` by hand. A bench the user gave (``do_bench=``) or ``corpus.record``
+supplies is kept; ``corpus.record`` replaces this one with its own while it records.
+
 Why ``early_config_prune`` and not ``perf_model``/``top_k``: Triton calls ``perf_model`` once
 per config with the arguments only (no view of the other configs), and its ``top_k`` differs
 between releases (3.6 takes a float of *all* configs and may round to zero; 3.9 takes it of
@@ -235,12 +241,14 @@ class ConfigRanker:
 
         self.reasons = {}
         self.latest = None
+        autotuner = _calling_autotuner()
+        # whatever is pruned, Triton benchmarks what is left right after this call
+        supply_interpreter_bench(autotuner)
         if self.early_config_prune is not None:
             configs = list(self.early_config_prune(configs, named_args, **kwargs))
         configs = list(configs)
         if len(configs) <= self.top_k:
             return configs
-        autotuner = _calling_autotuner()
         if autotuner is None:
             return self._fallback(configs, None, "it was not called by a triton.autotune autotuner")
         # One candidate per config as Triton tells configs apart (its timings are a dict of
@@ -472,6 +480,40 @@ class ConfigRanker:
         atexit.register(worker.close)
         self._compiler = worker
         return worker
+
+
+class InterpreterBench:
+    """The ``do_bench`` the provider hands an autotuner on Triton's interpreter that has none:
+    the median of three calls' thread CPU time (ms), as ``python -m corpus.guide.bench`` times
+    the interpreter (:func:`corpus.guide.bench.cpu_bench`). Interpreter CPU time says nothing
+    about a GPU; it orders the configs Triton benchmarks there."""
+
+    replaceable = True
+    """Not the user's choice: ``corpus.record`` swaps in its own bench (which keeps every
+    sample) while it records a tuning."""
+
+    def __call__(self, kernel_call: Callable[[], Any], quantiles: Sequence[float] | None = None, **_: Any) -> Any:
+        from corpus.guide.bench import cpu_bench
+
+        return cpu_bench(kernel_call, quantiles)
+
+
+INTERPRETER_BENCH = InterpreterBench()
+
+
+def supply_interpreter_bench(autotuner: Any) -> bool:
+    """Give ``autotuner`` (a ``triton.runtime.Autotuner``, or None) :data:`INTERPRETER_BENCH`
+    when Triton's interpreter is on and it has no bench of its own (no ``do_bench=`` given, none
+    set on it by ``corpus.record`` or a user); True when it did. ``Autotuner.do_bench`` is a
+    cached property, so an instance attribute of that name takes its place."""
+    from triton import knobs
+
+    if autotuner is None or not knobs.runtime.interpret:
+        return False
+    if getattr(autotuner, "_do_bench", None) is not None or "do_bench" in vars(autotuner):
+        return False
+    autotuner.__dict__["do_bench"] = INTERPRETER_BENCH
+    return True
 
 
 def _kernel_name(kernel: Any) -> str:

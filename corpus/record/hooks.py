@@ -328,10 +328,12 @@ class TritonHooks:
 
     def _supply_bench(self, autotuner: Any) -> bool:
         """Hand the autotuner the CPU bench unless it brought its own ``do_bench``.
-        ``Autotuner.do_bench`` is a cached property: an instance attribute takes its place."""
+        ``Autotuner.do_bench`` is a cached property: an instance attribute takes its place. The
+        one ``corpus.guide``'s provider set on the interpreter (``replaceable``) is no user's
+        choice: replaced, else a kernel guided before recording began lost its samples."""
         if self.bench is None or getattr(autotuner, "_do_bench", None) is not None:
             return False
-        if "do_bench" in autotuner.__dict__:
+        if "do_bench" in autotuner.__dict__ and not getattr(autotuner.__dict__["do_bench"], "replaceable", False):
             return False
         autotuner.__dict__["do_bench"] = self.bench
         return True
