@@ -5,11 +5,15 @@ featurizer's vocabularies and statistics, the tabular featurizer's state, the mo
 training hyperparameters, the featurizer version, the IR level and the schema version the
 data was read as; and what the model has seen (``seen``: :func:`seen_facts`), so
 ``train.predict`` can refuse candidates for an arch it never saw. :func:`load_checkpoint`
-refuses a checkpoint from another featurizer or features version.
+refuses a checkpoint from another featurizer or features version, and weights that are not
+the ones its ``checkpoint.json`` was written with (``weights_sha256``): the vocabularies and
+normalization statistics in the JSON are those of one training, and another training's
+weights of the same shapes load without complaint and rank silently wrong.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -97,11 +101,22 @@ def save_checkpoint(directory: str | Path, checkpoint: Checkpoint) -> Path:
         "extra": checkpoint.extra,
     }
     _atomic(out / WEIGHTS, lambda path: save_file(state, str(path)))
+    meta["weights_sha256"] = weights_digest(out / WEIGHTS)
     _atomic(
         out / META,
         lambda path: Path(path).write_text(json.dumps(meta, indent=1, default=_jsonable)),
     )
     return out
+
+
+def weights_digest(path: str | Path) -> str:
+    """Hex SHA-256 of the weights file at ``path``: what ``checkpoint.json`` records as
+    ``weights_sha256`` and :func:`load_checkpoint` checks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
@@ -151,6 +166,14 @@ def load_checkpoint(directory: str | Path, *, device: str = "cpu") -> Checkpoint
             f"{src / WEIGHTS}: the weights do not load ({reason}); the checkpoint is damaged or "
             "not this checkpoint.json's: copy it again or retrain"
         ) from None
+    recorded = meta.get("weights_sha256")  # absent in checkpoints written before it was recorded
+    if recorded is not None and weights_digest(src / WEIGHTS) != recorded:
+        raise ValueError(
+            f"{src / WEIGHTS}: not the weights {src / META} was written with (their SHA-256 differs "
+            "from its weights_sha256: copied from another checkpoint, or damaged); the vocabularies "
+            "and statistics in the JSON belong to other weights: copy the checkpoint's two files "
+            "together, or retrain"
+        )
     model.to(device).eval()
     return Checkpoint(
         model=model,

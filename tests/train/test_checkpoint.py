@@ -101,6 +101,34 @@ def test_damaged_weights_are_refused_naming_the_file(trained, tmp_path):
         load_checkpoint(tmp_path)
 
 
+def test_weights_of_another_checkpoint_are_refused(trained, tmp_path):
+    """Another training's model.safetensors of the same shapes copied beside this
+    checkpoint.json loaded without a word, and its scores went through this JSON's
+    vocabularies and statistics: a silently wrong ranking."""
+    checkpoint, _, _, directory = trained
+    other = copy.deepcopy(checkpoint)
+    with torch.no_grad():
+        for parameter in other.model.parameters():
+            parameter.add_(0.5)
+    save_checkpoint(tmp_path / "other", other)
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / META).write_text((directory / META).read_text())
+    (tmp_path / "mixed" / WEIGHTS).write_bytes((tmp_path / "other" / WEIGHTS).read_bytes())
+    with pytest.raises(ValueError, match=f"{WEIGHTS}: not the weights .*{META} was written with"):
+        load_checkpoint(tmp_path / "mixed")
+    load_checkpoint(tmp_path / "other")  # its own pair loads
+
+
+def test_a_checkpoint_json_without_a_weights_digest_still_loads(trained, tmp_path):
+    """Checkpoints written before weights_sha256 was recorded are not refused for lacking it."""
+    _, _, _, directory = trained
+    meta = json.loads((directory / META).read_text())
+    assert len(meta.pop("weights_sha256")) == 64
+    (tmp_path / META).write_text(json.dumps(meta))
+    (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
+    load_checkpoint(tmp_path)
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
