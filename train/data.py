@@ -4,8 +4,9 @@
 tables of one level through the gated reader and encodes the graphs (:mod:`train.graphs`).
 The result is cached on disk under a key of the dataset's location and content (every Parquet
 file's path, size and mtime), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION`,
-:data:`schemas.SCHEMA_VERSION` and the options, as safetensors + JSON + Parquet: nothing is
-pickled, and a changed dataset or featurizer is never served stale.
+:data:`schemas.SCHEMA_VERSION`, :func:`code_digest` (the source of the code that makes an entry)
+and the options, as safetensors + JSON + Parquet: nothing is pickled, and a changed dataset,
+featurizer or reader is never served stale.
 
 :class:`GraphSamples` holds the featurized graphs once and per-sample rows (graph index, side
 features, targets); :meth:`GraphSamples.collate` batches samples so that a graph shared by
@@ -18,7 +19,9 @@ the run (a config-sensitive node).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -102,6 +105,33 @@ not recorded in checkpoints. 2: pooled samples of one timer only; runs timed in 
 NaN latencies and unknown statuses refused."""
 
 
+ENTRY_SOURCES = ("schemas", "train/data.py", "train/tables.py", "train/graphs.py")
+"""What makes a cache entry, relative to the repository root: every module of ``schemas`` (the
+gated reader: which files, rows and harvests it serves) and the train modules that turn its
+tables into samples and encoded graphs."""
+ENTRY_LIBRARIES = ("polars", "pyarrow", "numpy")
+"""Libraries whose versions are part of :func:`code_digest`: they compute the entry's values."""
+
+
+@functools.cache
+def code_digest() -> str:
+    """Hex digest of the source of :data:`ENTRY_SOURCES` and the versions of
+    :data:`ENTRY_LIBRARIES`: part of the cache key, so that an entry made by other code is never
+    served. :data:`SAMPLES_VERSION` and :data:`train.graphs.FEATURIZER_VERSION` are bumped by
+    hand and were not always (``--harvests all`` refusing a run timed in two ways left
+    SAMPLES_VERSION at 2, and entries made before it went on serving such runs)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for source in ENTRY_SOURCES:
+        path = root / source
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes() + b"\0")
+    for library in ENTRY_LIBRARIES:
+        digest.update(f"{library}=={importlib.metadata.version(library)}\0".encode())
+    return digest.hexdigest()
+
+
 def cache_key(
     data: str,
     *,
@@ -109,10 +139,12 @@ def cache_key(
     harvests: str,
     featurizer_version: int = FEATURIZER_VERSION,
     samples_version: int = SAMPLES_VERSION,
+    code: str | None = None,
 ) -> str:
     """Hex digest of the dataset's identity (its resolved location: two datasets whose files
     look alike, e.g. two empty directories, never share an entry), its fingerprint, the
-    featurizer and samples versions, the schema version and the load options."""
+    featurizer and samples versions, the schema version, the code that makes an entry
+    (``code``, default :func:`code_digest`) and the load options."""
     loc = resolve(data)
     scheme = data.split("://", 1)[0] if "://" in data and not data.startswith("file://") else "file"
     payload = {
@@ -121,6 +153,7 @@ def cache_key(
         "featurizer_version": featurizer_version,
         "samples_version": samples_version,
         "schema_version": SCHEMA_VERSION,
+        "code": code_digest() if code is None else code,
         "level": level,
         "harvests": harvests,
     }

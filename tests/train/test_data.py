@@ -104,6 +104,27 @@ def test_key_changes_with_a_new_file_and_featurizer_version(harvested, tmp_path)
     assert cache_key(str(copy), level="ttgir", harvests="latest") != before
 
 
+def test_an_entry_made_by_other_code_is_not_served(harvested, cache_dir, monkeypatch):
+    """SAMPLES_VERSION and FEATURIZER_VERSION are bumped by hand; a reader or load_samples fix
+    that forgot to (``--harvests all`` refusing runs timed in two ways) left entries made by
+    the older code served, unchanged, after the upgrade."""
+    first = load_dataset(harvested, cache_dir=cache_dir)
+    monkeypatch.setattr(data_module, "code_digest", lambda: "other code")
+    again = load_dataset(harvested, cache_dir=cache_dir)
+    assert not again.from_cache and again.key != first.key
+
+
+def test_code_digest_covers_the_reader_and_the_featurizer(tmp_path):
+    """Every source an entry comes from is hashed: the gated reader (schemas) and the train
+    modules that make samples and encoded graphs."""
+    from train.data import ENTRY_SOURCES, code_digest
+
+    root = Path(data_module.__file__).resolve().parent.parent
+    for source in ("schemas/reader.py", "schemas/harvests.py", "train/tables.py", "train/graphs.py"):
+        assert any((root / source).is_relative_to(root / s) for s in ENTRY_SOURCES), source
+    assert len(code_digest()) == 64 and code_digest() == code_digest()
+
+
 def test_new_file_is_not_served_stale(harvested, tmp_path, cache_dir):
     copy = tmp_path / "copy"
     shutil.copytree(harvested, copy)
