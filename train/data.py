@@ -19,6 +19,7 @@ the run (a config-sensitive node).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -35,6 +36,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
 import torch
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 from torch_geometric.data import Data
 
@@ -230,14 +232,17 @@ def load_dataset(
     """Samples table + encoded graphs of ``data``, from the processed cache when it is current.
 
     ``cache_dir``: root of the processed cache (default :func:`train.settings.cache_root`);
-    entries live in ``<cache_dir>/<key>/`` and appear by atomic rename.
+    entries live in ``<cache_dir>/<key>/`` and appear by atomic rename. An entry whose files
+    do not match the digests its ``done`` file records (truncated, altered, or written by
+    older code) is discarded and made again.
     """
     key = cache_key(data, level=level, harvests=harvests)
     entry = Path(cache_dir if cache_dir is not None else cache_root()) / key
     if use_cache and (entry / "done").exists():
-        return LoadedDataset(
-            pl.read_parquet(entry / "samples.parquet"), _read_graphs(entry), key, True
-        )
+        cached = _read_entry(entry)
+        if cached is not None:
+            return LoadedDataset(cached[0], cached[1], key, True)
+        _discard_entry(entry)
     samples = load_samples(data, level=level, harvests=harvests)
     nodes, edges = read_ir_tables(data, level)
     require_whole_graphs(data, level, samples, nodes, edges)
@@ -247,10 +252,43 @@ def load_dataset(
     return LoadedDataset(samples, graphs, key, False)
 
 
-def _read_graphs(entry: Path) -> EncodedGraphs:
-    arrays = load_file(str(entry / "graphs.safetensors"))
-    meta = json.loads((entry / "graphs.json").read_text())
-    return EncodedGraphs.from_parts(arrays, meta)
+ENTRY_FILES = ("samples.parquet", "graphs.safetensors", "graphs.json")
+"""The files of a cache entry; its ``done`` file records their SHA-256 (:func:`_write_entry`)."""
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_entry(entry: Path) -> tuple[pl.DataFrame, EncodedGraphs] | None:
+    """The samples and graphs of a cache entry, or None when its files are not the ones its
+    ``done`` file records (a truncated or altered copy would fail to load with a library's
+    traceback naming no file, or, damaged inside its data, load wrong values without a word)."""
+    try:
+        recorded = json.loads((entry / "done").read_text())
+        files = recorded["files"] if isinstance(recorded, dict) else None
+        if not isinstance(files, dict) or any(
+            files.get(name) != _file_digest(entry / name) for name in ENTRY_FILES
+        ):
+            return None
+        arrays = load_file(str(entry / "graphs.safetensors"))
+        meta = json.loads((entry / "graphs.json").read_text())
+        return pl.read_parquet(entry / "samples.parquet"), EncodedGraphs.from_parts(arrays, meta)
+    except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError, SafetensorError):
+        return None
+
+
+def _discard_entry(entry: Path) -> None:
+    """Move a damaged entry aside (one rename: a concurrent reader sees it whole or not at all)
+    and delete it, so that :func:`_write_entry` can put a sound one in its place."""
+    aside = Path(tempfile.mkdtemp(prefix=f".{entry.name}.discarded.", dir=entry.parent))
+    with contextlib.suppress(FileNotFoundError):  # another process discarded it first
+        os.replace(entry, aside / entry.name)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _write_entry(entry: Path, samples: pl.DataFrame, graphs: EncodedGraphs) -> None:
@@ -265,7 +303,8 @@ def _write_entry(entry: Path, samples: pl.DataFrame, graphs: EncodedGraphs) -> N
             str(tmp / "graphs.safetensors"),
         )
         (tmp / "graphs.json").write_text(json.dumps(graphs.meta()))
-        (tmp / "done").write_text(str(FEATURIZER_VERSION))
+        digests = {name: _file_digest(tmp / name) for name in ENTRY_FILES}
+        (tmp / "done").write_text(json.dumps({"featurizer_version": FEATURIZER_VERSION, "files": digests}))
         try:
             os.rename(tmp, entry)
         except OSError:

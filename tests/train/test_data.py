@@ -89,6 +89,35 @@ def test_second_load_comes_from_the_cache(harvested, cache_dir, monkeypatch):
     ]
 
 
+def _same(a, b) -> bool:
+    return a.samples.equals(b.samples) and all(
+        np.array_equal(array, b.graphs.arrays()[name], equal_nan=True)
+        for name, array in a.graphs.arrays().items()
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # truncated: a safetensors traceback naming no file
+        lambda data: data[:-8] + bytes(b ^ 0x55 for b in data[-8:]),  # same size, other values
+    ],
+    ids=["truncated", "altered"],
+)
+def test_a_damaged_cache_entry_is_made_again(harvested, cache_dir, damage):
+    """A damaged graphs.safetensors in an entry stopped python -m train with the library's
+    'incomplete metadata' traceback; altered inside its data it loaded other graph values
+    without a word."""
+    first = load_dataset(harvested, cache_dir=cache_dir)
+    stored = Path(cache_dir) / first.key / "graphs.safetensors"
+    stored.write_bytes(damage(stored.read_bytes()))
+    again = load_dataset(harvested, cache_dir=cache_dir)
+    assert not again.from_cache and _same(again, first)
+    third = load_dataset(harvested, cache_dir=cache_dir)  # the entry was made again, whole
+    assert third.from_cache and _same(third, first)
+    assert [p.name for p in Path(cache_dir).iterdir()] == [first.key]  # nothing left aside
+
+
 def test_key_changes_with_a_new_file_and_featurizer_version(harvested, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(harvested, copy)
