@@ -192,6 +192,24 @@ def missing_inputs(candidates: pl.DataFrame, known: Sequence[str]) -> list[str]:
     ]
 
 
+def runs_lacking(candidates: pl.DataFrame, every_run: Sequence[str]) -> dict[str, int]:
+    """Columns of ``every_run`` (inputs the model had in every training run:
+    ``seen["inputs_of_every_run"]``) mapped to how many runs of ``candidates`` (one without a
+    ``run_id`` column) lack them in every row, for those at least one run lacks. Candidates are
+    ranked per run, so a run without an input is ranked without it however many others have it."""
+    runs = candidates["run_id"] if "run_id" in candidates.columns else pl.Series([None] * candidates.height)
+    total = runs.n_unique()
+    lacking = {}
+    for column in every_run:
+        if column not in candidates.columns:
+            lacking[column] = total
+            continue
+        having = runs.filter(candidates[column].is_not_null()).n_unique()
+        if having < total:
+            lacking[column] = total - having
+    return lacking
+
+
 def with_graph_counts(candidates: pl.DataFrame, graphs: pl.DataFrame | None) -> pl.DataFrame:
     """``candidates`` with the ``ir_*`` summary counts of their ``ir_id`` from ``graphs`` (an
     ``ir_graphs`` frame) where they lack them."""

@@ -40,8 +40,10 @@ def seen_facts(frame: pl.DataFrame) -> dict[str, Any]:
     """What a model trained on the samples ``frame`` has seen: ``arches`` (measurement arch,
     ``interpreter`` for the CPU interpreter), ``devices`` (device names), ``ir_targets``,
     ``families``, ``dtypes``, counts of ``runs`` and ``configs``, ``schema_version`` (the
-    version the rows were read as) and ``input_columns``: the feature inputs that were known
-    for at least one row (candidates lacking one of them are warned about)."""
+    version the rows were read as), ``input_columns``: the feature inputs that were known
+    for at least one row (candidates lacking one of them are warned about), and
+    ``inputs_of_every_run``: those known in every run (a candidate run lacking one of them is
+    warned about: the model never saw a run without it)."""
 
     def distinct(column: str) -> list[str]:
         if column not in frame.columns:
@@ -53,6 +55,12 @@ def seen_facts(frame: pl.DataFrame) -> dict[str, Any]:
         for c in (*INPUT_COLUMNS, "ir_id")
         if c in frame.columns and c != "run_id" and frame[c].null_count() < frame.height
     ]
+    runs = frame["run_id"].n_unique() if frame.height else 0
+    every_run = [  # a run without graphs (every config failed to compile) is no gap: ir_id left out
+        c
+        for c in known
+        if c != "ir_id" and runs and frame.filter(pl.col(c).is_not_null())["run_id"].n_unique() == runs
+    ]
     return {
         "arches": distinct("arch"),
         "devices": distinct("device_name"),
@@ -63,6 +71,7 @@ def seen_facts(frame: pl.DataFrame) -> dict[str, Any]:
         "configs": int(frame.height),
         "schema_version": SCHEMA_VERSION,
         "input_columns": known,
+        "inputs_of_every_run": every_run,
     }
 
 

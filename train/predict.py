@@ -46,6 +46,7 @@ from train.candidates import (
     missing_inputs,
     read_candidates_csv,
     read_compile_output,
+    runs_lacking,
     typed_candidates,
     with_graph_counts,
 )
@@ -173,6 +174,7 @@ def rank_configs(
             MissingInputsWarning,
             stacklevel=2,
         )
+    _warn_runs_lacking(frame, ckpt.seen.get("inputs_of_every_run", []), set(absent))
     frame = complete_candidates(frame).with_columns(pl.col("valid").fill_null(False))
     encoded = encode_graphs(ir_nodes, ir_edges)
     if "ir_id" not in absent:  # all of them graph-less is said above
@@ -197,6 +199,24 @@ def rank_configs(
     first = list(OUTPUT_COLUMNS)
     rest = [c for c in ranked.columns if c not in first and c != "__key"]
     return ranked.select(first + rest).sort("run_id", "rank")
+
+
+def _warn_runs_lacking(frame: pl.DataFrame, every_run: Sequence[str], said: set[str]) -> None:
+    """Warn about runs of ``frame`` that lack, in every row, an input every training run had
+    (``every_run``), but for inputs the whole frame lacks (``said`` already). The frame-wide
+    warning alone let a dataset or candidates file mixing runs with and without, e.g.,
+    flops/bytes counts rank the runs without them silently on inputs the model never saw
+    missing."""
+    lacking = {c: n for c, n in runs_lacking(frame, every_run).items() if c not in said}
+    if lacking:
+        total = frame["run_id"].n_unique() if "run_id" in frame.columns else 1
+        listed = ", ".join(f"{column} ({count} of {total} runs)" for column, count in lacking.items())
+        warnings.warn(
+            f"some runs lack input(s) every run the model was trained on had, ranked as "
+            f"unknown: {listed}",
+            MissingInputsWarning,
+            stacklevel=3,
+        )
 
 
 NO_GRAPH_STATUSES = frozenset({"compile_error", "compile_timeout", "out_of_resources"})

@@ -366,6 +366,32 @@ def test_missing_inputs_are_named_in_a_warning(trained, harvested):
 
 
 
+def test_a_run_lacking_an_input_every_training_run_had_is_named_in_a_warning(trained, harvested):
+    """The warning judged the whole frame: a dataset or candidates file where only some runs
+    lack flops and bytes counts (a recorded workload's kernels beside the suite's) ranked those
+    runs without them, on inputs the model never saw missing, and nothing said so."""
+    _, _, parts, directory = trained
+    seen = json.loads((directory / META).read_text())["seen"]
+    assert {"flops", "bytes_moved"} <= set(seen["inputs_of_every_run"])
+    assert "ir_id" not in seen["inputs_of_every_run"]
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    test = parts["test"]
+    one = test["run_id"][0]
+    unknown = pl.col("run_id") == one
+    partial = test.with_columns(
+        pl.when(unknown).then(None).otherwise(pl.col(c)).alias(c) for c in ("flops", "bytes_moved")
+    )
+    runs = test["run_id"].n_unique()
+    with pytest.warns(MissingInputsWarning) as caught:
+        rank_configs(directory, partial, nodes, edges)
+    (message,) = [str(w.message) for w in caught]
+    assert f"flops (1 of {runs} runs)" in message and f"bytes_moved (1 of {runs} runs)" in message
+    # Lacking in every run: the frame-wide warning says it, once.
+    with pytest.warns(MissingInputsWarning) as caught:
+        rank_configs(directory, test.drop("flops"), nodes, edges)
+    assert [str(w.message).count("flops") for w in caught] == [1]
+
+
 def test_candidates_without_their_graph_are_named_in_a_warning(trained, harvested):
     """The gap: corpus.record's rows of configs it never benchmarked have no IR; ranked beside
     configs with a graph, on side features alone, they took places of no meaning (rank 1 of
