@@ -52,7 +52,7 @@ from train.losses import RANKING_LOSSES
 from train.model import ModelConfig
 from train.report import ModelResult, write_report
 from train.settings import cache_location
-from train.splits import SPLIT_KINDS, assign_splits, split_frame
+from train.splits import SPLIT_KINDS, assign_splits, split_digest, split_frame
 from train.staging import out_refusal, recover_stale, staged_out
 from train.tables import collapse_identical, ranked_runs
 
@@ -565,6 +565,10 @@ def _run_into(
                     prepared=prepared,
                     kind=kind,
                 )
+                # The split it was trained on, checked wherever splits.parquet is read back
+                # for it (train.layout.find_splits_file): an edited file or another run's would
+                # have a replay judge it on runs it trained on.
+                checkpoint.extra["split_digest"] = split_digest(splits)
                 if _is_main():  # every seed's model: a replay judges each on its own split
                     save_checkpoint(seed_checkpoint_dir(out, name, kind, seed), checkpoint)
                 notice = checkpoint.extra["notice"]

@@ -82,6 +82,7 @@ def find_splits_file(checkpoint_dir: str | Path, levels: int = 4) -> Path | None
     directory = Path(checkpoint_dir).resolve()
     for candidate in [directory, *directory.parents][: levels + 1]:
         if (candidate / SPLITS_FILE).is_file():
+            _check_split(candidate / SPLITS_FILE, directory)
             return candidate / SPLITS_FILE
     return None
 
@@ -94,6 +95,37 @@ def replays_in(out: str | Path) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(f"{REPLAYS}/{entry.name}" for entry in root.iterdir())
+
+
+def _check_split(path: Path, checkpoint_dir: Path) -> None:
+    """Raise ValueError when ``path`` holds runs of the checkpoint's split kind and seed that
+    are not the split it was trained on (``extra.split_digest`` in its ``checkpoint.json``):
+    the file was edited, or is another run's (a checkpoint copied into another output). A
+    replay read it as is and judged the model on runs it trained on. Checkpoints that record
+    no digest (older ones, the --final model) and files without that kind and seed pass."""
+    import json
+
+    import polars as pl
+
+    from train.splits import split_digest
+
+    try:
+        extra = json.loads((checkpoint_dir / META).read_text()).get("extra", {})
+    except (OSError, ValueError, AttributeError):
+        return  # no readable checkpoint.json here: loading the checkpoint says why
+    recorded = extra.get("split_digest") if isinstance(extra, dict) else None
+    if recorded is None:
+        return
+    table = pl.read_parquet(path).filter(
+        (pl.col("kind") == extra.get("split")) & (pl.col("seed") == extra.get("seed"))
+    )
+    if not table.is_empty() and split_digest(table) != recorded:
+        raise ValueError(
+            f"{path}: its {extra.get('split')} split of seed {extra.get('seed')} is not the one "
+            f"{checkpoint_dir} was trained on (the file was edited, or is another run's); a replay "
+            "would judge the model on runs it trained on: use the splits.parquet of the run that "
+            "wrote the checkpoint, or a copy of the checkpoint alone (the split is then drawn again)"
+        )
 
 
 def out_problem(out: str | Path, option: str = "--out") -> str | None:

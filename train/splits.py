@@ -18,6 +18,8 @@ leaks into training.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 
 import numpy as np
@@ -120,3 +122,11 @@ def split_frame(frame: pl.DataFrame, splits: pl.DataFrame, partition: str) -> pl
         raise ValueError(f"partition {partition!r} is not one of {', '.join(PARTITIONS)}")
     chosen = splits.filter(pl.col("split") == partition).select("run_id")
     return frame.join(chosen, on="run_id", how="semi", maintain_order="left")
+
+
+def split_digest(splits: pl.DataFrame) -> str:
+    """Hex SHA-256 of a split's (run_id, split) pairs, in any row order: what a checkpoint
+    records (``extra.split_digest``) so that the runs a replay takes for its training and
+    held-out runs are checked to be the ones it was trained and judged on."""
+    pairs = sorted(zip(splits["run_id"].cast(pl.String).to_list(), splits["split"].cast(pl.String).to_list()))
+    return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()

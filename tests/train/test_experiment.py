@@ -312,3 +312,26 @@ def test_a_rerun_says_which_replays_it_deletes_before_training(tmp_path, capsys)
     assert "deleted when it finishes" in err
     assert said < err.index("loaded ")  # before the training
     assert not (out / "replay").exists()
+
+
+def test_a_splits_file_that_is_not_the_checkpoints_split_is_refused(harvested, tmp_path):
+    """splits.parquet edited (a training run marked test), or another run's beside a copied
+    checkpoint: train.replay took it as is and judged the model on runs it trained on. Each
+    checkpoint records its split's digest, and finding its splits file checks it."""
+    from train.layout import find_splits_file
+
+    out = tmp_path / "out"
+    argv = ["--data", harvested, "--out", str(out), "--epochs", "1", "--seeds", "1",
+            "--models", "mlp", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert main(argv) == 0
+    seed_dir = out / "checkpoints" / "mlp" / "family" / "seed-0"
+    for checkpoint in (seed_dir, out / "checkpoint"):  # the shipped copy of seed 0 as well
+        assert find_splits_file(checkpoint) == out / "splits.parquet"
+    splits = pl.read_parquet(out / "splits.parquet")
+    trained_on = splits.filter(pl.col("split") == "train")["run_id"][0]
+    splits.with_columns(
+        pl.when(pl.col("run_id") == trained_on).then(pl.lit("test")).otherwise(pl.col("split")).alias("split")
+    ).write_parquet(out / "splits.parquet")
+    for checkpoint in (seed_dir, out / "checkpoint"):
+        with pytest.raises(ValueError, match=r"splits.parquet: its family split of seed 0 is not the one"):
+            find_splits_file(checkpoint)

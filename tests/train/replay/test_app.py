@@ -17,6 +17,7 @@ from train.cli import main as train_main
 from train.replay.cli import main
 from train.replay.strategies import STRATEGIES
 from train.replay.summary import FRACTIONS
+from train.splits import split_digest
 from train.tables import load_samples, ranked_runs
 
 
@@ -107,6 +108,7 @@ def test_a_splits_file_of_other_data_is_named_when_the_split_is_redrawn(harveste
     shutil.copytree(trained / "checkpoints" / "gnn" / "family" / "seed-1", model)
     splits = pl.read_parquet(trained / "splits.parquet")
     splits.with_columns(pl.lit("run-of-other-data").alias("run_id")).write_parquet(tmp_path / "other" / "splits.parquet")
+    _trained_on(tmp_path / "other" / "splits.parquet", model)
     argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
     main(argv)
     printed = " ".join(capsys.readouterr().out.split())
@@ -126,6 +128,7 @@ def test_runs_the_stored_split_does_not_know_and_a_seed_with_none_held_out_are_n
     splits.with_columns(pl.when(lost).then(pl.lit("run-of-other-data")).otherwise(pl.col("run_id")).alias("run_id")).write_parquet(
         model / "splits.parquet"
     )
+    _trained_on(model / "splits.parquet", model)
     argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
     assert main(argv) == 0
     printed = " ".join(capsys.readouterr().out.split())
@@ -199,6 +202,19 @@ def test_bad_options_are_refused_with_one_line(harvested, trained, tmp_path, cap
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
+
+
+def _trained_on(splits_file: Path, checkpoints: Path) -> None:
+    """Make every checkpoint under ``checkpoints`` record the split of its kind and seed that
+    ``splits_file`` holds (``extra.split_digest``): as if trained on the runs the file names
+    (another dataset's), so the file is that training's own, not an edited one (refused)."""
+    splits = pl.read_parquet(splits_file)
+    for meta_path in checkpoints.rglob("checkpoint.json"):
+        meta = json.loads(meta_path.read_text())
+        extra = meta["extra"]
+        chosen = splits.filter((pl.col("kind") == extra["split"]) & (pl.col("seed") == extra["seed"]))
+        extra["split_digest"] = split_digest(chosen)
+        meta_path.write_text(json.dumps(meta))
 
 
 def _copy_output(trained: Path, target: Path) -> Path:
