@@ -247,7 +247,10 @@ def load_dataset(
     nodes, edges = read_ir_tables(data, level)
     require_whole_graphs(data, level, samples, nodes, edges)
     graphs = encode_graphs(nodes, edges)
-    if use_cache:
+    # Files that changed while they were read (a harvest committing into the dataset, a
+    # compaction) made what was read another state than the key names: no entry then, or a
+    # later state with the key's files would be served rows of the others.
+    if use_cache and cache_key(data, level=level, harvests=harvests) == key:
         _write_entry(entry, samples, graphs)
     return LoadedDataset(samples, graphs, key, False)
 

@@ -167,6 +167,30 @@ def test_new_file_is_not_served_stale(harvested, tmp_path, cache_dir):
     assert again.samples.height < first.samples.height
 
 
+def test_files_changed_while_read_leave_no_entry(harvested, tmp_path, cache_dir, monkeypatch):
+    """The key was taken before the tables were read: a runs file that went while they were
+    read (moved aside, later back) left an entry keyed by every file but holding the runs of
+    the others, and the next load served it, runs short, without a word."""
+    copy = tmp_path / "copy"
+    shutil.copytree(harvested, copy)
+    whole = load_dataset(str(copy), use_cache=False)
+    runs_file = next(Path(copy, "runs").rglob("*.parquet"))
+    aside = tmp_path / "aside.parquet"
+    real_load_samples = data_module.load_samples
+
+    def load_after_a_file_went(*args, **kwargs):
+        shutil.move(runs_file, aside)  # after the key was taken, before the tables are read
+        return real_load_samples(*args, **kwargs)
+
+    monkeypatch.setattr(data_module, "load_samples", load_after_a_file_went)
+    short = load_dataset(str(copy), cache_dir=cache_dir)
+    assert short.samples.height < whole.samples.height
+    shutil.move(aside, runs_file)  # back: the files the key was taken of
+    monkeypatch.setattr(data_module, "load_samples", real_load_samples)
+    again = load_dataset(str(copy), cache_dir=cache_dir)
+    assert again.samples.height == whole.samples.height
+
+
 @pytest.mark.parametrize("table", ["ir_nodes", "ir_edges"])
 def test_a_dataset_that_lost_ir_files_is_refused(harvested, tmp_path, cache_dir, table):
     """Its graphs would be missing or edgeless, and configs without a graph look like configs
