@@ -116,6 +116,11 @@ def test_weights_of_another_checkpoint_are_refused(trained, tmp_path):
     (tmp_path / "mixed" / WEIGHTS).write_bytes((tmp_path / "other" / WEIGHTS).read_bytes())
     with pytest.raises(ValueError, match=f"{WEIGHTS}: not the weights .*{META} was written with"):
         load_checkpoint(tmp_path / "mixed")
+    # The other way round: another checkpoint's JSON (its statistics) beside these weights.
+    (tmp_path / "mixed" / META).write_text((tmp_path / "other" / META).read_text())
+    (tmp_path / "mixed" / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
+    with pytest.raises(ValueError, match=f"{WEIGHTS}: not the weights .*{META} was written with"):
+        load_checkpoint(tmp_path / "mixed")
     load_checkpoint(tmp_path / "other")  # its own pair loads
 
 
