@@ -42,7 +42,14 @@ CATEGORICAL: tuple[str, ...] = (
 
 
 def _product(column: str) -> pl.Expr:
-    return pl.col(column).list.agg(pl.element().cast(pl.Float64).product()).alias(f"{column}_prod")
+    # list.eval + first rather than list.agg, which polars before 1.35 lacks (the harvest/train
+    # floor is 1.17); same values: an empty list's product is 1.0, a null list's null.
+    return (
+        pl.col(column)
+        .list.eval(pl.element().cast(pl.Float64).product())
+        .list.first()
+        .alias(f"{column}_prod")
+    )
 
 
 NUMERIC_EXPRESSIONS: dict[str, pl.Expr] = {
