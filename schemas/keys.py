@@ -106,7 +106,9 @@ def refuse_repeats(table: str, found: RepeatedKeys) -> None:
         example = ", ".join(f"{k}={v}" for k, v in (found.example or {}).items())
         raise RepeatedKeyError(
             f"{table}: {found.extra} row(s) repeat a key ({', '.join(found.key)}), e.g. {example}: "
-            "the same rows were written twice; `python -m schemas check` names the files"
+            "rows written twice, or one log imported into datasets since merged; `python -m schemas "
+            "check DIR` names the files and `--fix` drops copies that are identical or one import "
+            "done again"
         )
 
 

@@ -266,7 +266,7 @@ def test_a_scan_of_measurement_files_holding_no_row_refuses_the_committed_runs(d
 
 def test_a_scan_filtered_to_nothing_still_refuses_repeated_keys(dataset):
     DatasetWriter(dataset).write("measurements", sample_rows(0)["measurements"])  # a repeat lands
-    with pytest.raises(RepeatedKeyError):
+    with pytest.raises(RepeatedKeyError, match=r"check DIR` names the files and `--fix` drops"):
         scan_table(dataset, "measurements").filter(pl.col("median_ms") > 100).collect()
 
 
