@@ -270,7 +270,12 @@ class WorkerProcess:
             assert self._connection is not None
             connection = self._connection
             connection.send(request)
-        if not connection.poll(timeout_s):
+        try:
+            ready = connection.poll(timeout_s)
+        except OSError as exc:  # "handle is closed": another thread's kill closed the pipe
+            self._raise_if_stopped_meanwhile(connection, exc)
+            raise
+        if not ready:
             self.kill()
             raise WorkerTimeout(f"worker {self.name}: no answer within {timeout_s:g} s; killed")
         try:
@@ -282,9 +287,20 @@ class WorkerProcess:
                 code = process.exitcode
             self.kill()
             raise WorkerCrashed(f"worker {self.name} died (exit code {code})") from exc
+        except OSError as exc:  # the kill's close came between the poll and the recv
+            self._raise_if_stopped_meanwhile(connection, exc)
+            raise
         if kind == "error":
             raise WorkerError(payload)
         return payload
+
+    def _raise_if_stopped_meanwhile(self, connection: Connection, exc: OSError) -> None:
+        """Raise :class:`WorkerCrashed` (from ``exc``, the failed read of ``connection``) when
+        another thread's :meth:`kill` or :meth:`close` took the worker's pipe meanwhile: a
+        stopping harvest kills workers that lane threads wait on, the child's death wakes the
+        waiter, and its read then meets the pipe the kill closed ("handle is closed")."""
+        if self._connection is not connection:
+            raise WorkerCrashed(f"worker {self.name} was stopped while a call waited on it") from exc
 
     def kill(self) -> None:
         """SIGKILL the child (if running); the next :meth:`call` starts a fresh one. Safe from
