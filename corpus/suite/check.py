@@ -90,6 +90,11 @@ def run_case(spec: KernelSpec, case: CheckCase, device: str, seed: int = 0) -> C
         error = checked.problems()
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
+    return _result(spec, case, error, seconds)
+
+
+def _result(spec: KernelSpec, case: CheckCase, error: str | None, seconds: float) -> CheckResult:
+    """The result of ``case`` of ``spec``: ok when there is no ``error``."""
     return CheckResult(
         family=spec.name,
         shape=shape_name(case.dims),
@@ -142,19 +147,11 @@ def check_suite(
 
 def _not_run(spec: KernelSpec, case: CheckCase, poisoned: CheckResult) -> CheckResult:
     """The result of ``case``, not run after ``poisoned`` failed with a sticky CUDA error."""
-    return CheckResult(
-        family=spec.name,
-        shape=shape_name(case.dims),
-        dtype=case.dtype,
-        config=case.config.launch,
-        is_default=case.is_default,
-        ok=False,
-        error=(
-            f"not run: {poisoned.family} {poisoned.shape} {poisoned.dtype} {poisoned.config} left "
-            "the CUDA context unusable (a sticky error); check the families after it again"
-        ),
-        seconds=0.0,
+    error = (
+        f"not run: {poisoned.family} {poisoned.shape} {poisoned.dtype} {poisoned.config} left "
+        "the CUDA context unusable (a sticky error); check the families after it again"
     )
+    return _result(spec, case, error, 0.0)
 
 
 def on_device(device: str) -> contextlib.AbstractContextManager[Any]:
