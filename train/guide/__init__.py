@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from train.guide.budget import Budget, parse_budget
 from train.guide.improvement import EiSettings
-from train.guide.policies import EiPolicy, LfboPolicy, Policy
+from train.guide.policies import EiPolicy, LfboPolicy, Policy, hedged_order
 from train.guide.scoring import (
     GuideModel,
     Scores,
@@ -31,6 +31,7 @@ __all__ = [
     "Policy",
     "Scores",
     "arch_refusal",
+    "hedged_order",
     "load_model",
     "model_name",
     "parse_budget",

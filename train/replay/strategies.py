@@ -6,6 +6,10 @@ Static orders (expected curves, exact; ties in random order):
 - ``default``: the family's default config first, then the rest in random order.
 - ``analytic``, ``tabular`` (LightGBM), ``model`` (the ``--model`` checkpoint): configs by the
   model's score, fitted on the seed's training runs (``model`` was trained on them).
+- ``hedged``: the model's best first, then by expected improvement with each config already
+  chosen taken as measured at the model's estimate (:func:`train.guide.hedged_order`): the
+  model's order spread over the knob space, what ``--budget K`` and the Triton plug-in's
+  ``top_k`` benchmark.
 - ``remeasured`` (only with ``--remeasured DIR``): configs by the latencies another harvest of
   the same runs measured. A ranking that knows every config's latency as measured once: judged
   on ``--data``'s own measurement, what it needs is the floor the labels' reproducibility sets.
@@ -35,18 +39,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 
-from train.guide import EiPolicy, EiSettings, LfboPolicy, Policy, Scores
+from train.guide import EiPolicy, EiSettings, LfboPolicy, Policy, Scores, hedged_order
 from train.guide.encoding import config_matrix, knob_matrix
 from train.replay.curves import expected_curve, expected_needed, order_curve, order_needed
 
 REMEASURED = "remeasured"
-STATIC = ("random", "default", "analytic", "tabular", "model", REMEASURED)
+STATIC = ("random", "default", "analytic", "tabular", "model", "hedged", REMEASURED)
 ADAPTIVE = ("lfbo", "lfbo+model", "ei")
 AUTO = "auto"
 KNOWN: tuple[str, ...] = (*STATIC, *ADAPTIVE, AUTO)
 STRATEGIES: tuple[str, ...] = tuple(s for s in KNOWN if s != REMEASURED)
 """The tuners replayed by default (``remeasured`` needs a second measurement of the runs)."""
-NEEDS_MODEL = frozenset({"model", "lfbo+model", "ei", AUTO})
+NEEDS_MODEL = frozenset({"model", "hedged", "lfbo+model", "ei", AUTO})
 TOLERANCES = (0.05, 0.02, 0.0)
 """Regret levels whose cost (benchmarks to reach) the table reports: 5 %, 2 %, the best."""
 
@@ -103,7 +107,7 @@ def run_inputs(
     )
 
 
-def _static_scores(name: str, run: RunInputs) -> np.ndarray:
+def _static_scores(name: str, run: RunInputs, ei: EiSettings) -> np.ndarray:
     n = len(run.latency_ms)
     if name == "random":
         return np.zeros(n)
@@ -115,6 +119,18 @@ def _static_scores(name: str, run: RunInputs) -> np.ndarray:
     if name == "model":
         assert run.model is not None
         return run.model.rank.astype(np.float64)
+    if name == "hedged":
+        assert run.model is not None
+        order = hedged_order(
+            run.model.predicted_ms,
+            run.model.p_valid,
+            run.model.rank,
+            features=knob_matrix(run.frame),
+            settings=ei,
+        )
+        scores = np.empty(n)
+        scores[order] = np.arange(n)
+        return scores
     return run.static_scores[name]
 
 
@@ -164,7 +180,7 @@ def replay_run(name: str, run: RunInputs, *, seed: int, repeats: int, ei: EiSett
     n = len(run.latency_ms)
     base = {"seed": seed, "run_id": run.run_id, "family": run.family, "strategy": name}
     if name in STATIC:
-        scores = _static_scores(name, run)
+        scores = _static_scores(name, run, ei)
         return RunOutcome(
             **base,
             n_configs=n,

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from train.guide import EiPolicy, EiSettings, LfboPolicy, parse_budget
+from train.guide import EiPolicy, EiSettings, LfboPolicy, hedged_order, parse_budget
 from train.guide.encoding import knob_matrix
 from train.guide.improvement import ConfigSimilarity, belief, calibrate
 from train.guide.surrogate import labels_and_weights
@@ -102,6 +102,19 @@ def test_expected_improvement_moves_away_from_knobs_the_model_got_wrong():
     )
     spent = drive_to_best(seeing, latency)
     assert spent[0] == 0 and spent[-1] == 15 and len(spent) <= 6
+
+
+def test_the_hedged_order_spreads_the_models_top_picks_over_the_knob_space():
+    # Two regions of knobs: the model ranks region A's four configs best, region B's close behind.
+    knobs = np.array([0.0, 0.1, 0.2, 0.3, 5.0, 5.1, 5.2, 5.3])[:, None]
+    predicted = np.array([1.00, 1.01, 1.02, 1.03, 1.05, 1.06, 1.07, 1.08])
+    rank = np.arange(1, 9)
+    order = hedged_order(predicted, np.ones(8), rank, features=knobs).tolist()
+    assert sorted(order) == list(range(8))  # a permutation: every config once
+    assert order[0] == 0  # the model's best first
+    assert order[1] == 4  # then region B's best, not A's second
+    # Without knobs to compare, errors are independent: nothing to hedge, the model's order.
+    assert hedged_order(predicted, np.ones(8), rank).tolist() == list(range(8))
 
 
 def test_knobs_are_the_same_numbers_wherever_the_rows_come_from():
