@@ -269,6 +269,17 @@ class FeaturizedGraphs:
     edge_pos: np.ndarray
 
 
+@dataclass(frozen=True)
+class UnseenValues:
+    """Nodes holding values of one categorical column that a featurizer's vocabulary lacks:
+    ``nodes`` how many nodes, ``graphs`` in how many distinct graphs, ``values`` the distinct
+    such values, sorted."""
+
+    nodes: int
+    graphs: int
+    values: list[str]
+
+
 @dataclass
 class GraphFeaturizer:
     """Vocabularies and numeric statistics fitted on training graphs; JSON round-trippable."""
@@ -314,11 +325,7 @@ class GraphFeaturizer:
             )
         x_cat = np.empty(graphs.cat_codes.shape, dtype=np.int64)
         for j, column in enumerate(CATEGORICAL):
-            index = {value: i + 2 for i, value in enumerate(self.vocabularies[column])}
-            # lookup[code + 1]: code -1 (null) -> MISSING; unseen dictionary strings -> OOV
-            lookup = np.array(
-                [MISSING] + [index.get(s, OOV) for s in graphs.dictionaries[column]], dtype=np.int64
-            )
+            lookup = self._lookup(column, graphs.dictionaries[column])
             x_cat[:, j] = lookup[graphs.cat_codes[:, j] + 1]
         scaled = signed_log(graphs.numeric.astype(np.float64))
         missing = np.isnan(scaled)
@@ -343,6 +350,36 @@ class GraphFeaturizer:
             edge_type,
             edge_pos,
         )
+
+    def _lookup(self, column: str, dictionary: list[str]) -> np.ndarray:
+        """int64 [len(dictionary) + 1]: the vocabulary index of encoded code c at ``c + 1``;
+        code -1 (null) -> MISSING, dictionary strings not in the vocabulary -> OOV."""
+        index = {value: i + 2 for i, value in enumerate(self.vocabularies[column])}
+        return np.array([MISSING] + [index.get(s, OOV) for s in dictionary], dtype=np.int64)
+
+    def unseen_values(
+        self, graphs: EncodedGraphs, graph_indices: np.ndarray | list[int]
+    ) -> dict[str, UnseenValues]:
+        """The categorical columns in which nodes of the graphs ``graph_indices`` of ``graphs``
+        hold a (non-null) value this featurizer's vocabulary lacks, which :meth:`transform`
+        maps to the one OOV bucket: the model cannot tell such values apart, nor from any
+        other value it never saw. Columns without such nodes are left out (an empty dict: the
+        model reads every value). Vectorized over nodes; the lookups loop over the graphs'
+        dictionaries only."""
+        indices = np.asarray(graph_indices, dtype=np.int64)
+        rows = _node_rows(graphs.node_ptr, indices)
+        owner = np.repeat(indices, np.diff(graphs.node_ptr)[indices])  # graph of each row
+        found: dict[str, UnseenValues] = {}
+        for j, column in enumerate(CATEGORICAL):
+            codes = graphs.cat_codes[rows, j]
+            unseen = self._lookup(column, graphs.dictionaries[column])[codes + 1] == OOV
+            if unseen.any():
+                found[column] = UnseenValues(
+                    nodes=int(unseen.sum()),
+                    graphs=int(np.unique(owner[unseen]).size),
+                    values=sorted(graphs.dictionaries[column][c] for c in np.unique(codes[unseen])),
+                )
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {

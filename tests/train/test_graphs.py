@@ -14,6 +14,7 @@ from train.graphs import (
     NUMERIC,
     OOV,
     GraphFeaturizer,
+    UnseenValues,
     encode_graphs,
 )
 
@@ -98,6 +99,31 @@ def test_vocabulary_from_training_graphs_only_and_oov(tables):
             assert index == 2 + featurizer.vocabularies["op_name"].index(name)
         else:
             assert index == OOV
+
+
+def test_unseen_values_count_the_nodes_transform_puts_in_the_oov_bucket(tables):
+    """What predict's warning reports: per column, the nodes of the graphs asked about whose
+    value maps to OOV (nulls are MISSING, not unseen), in how many graphs, which values."""
+    nodes, edges = tables
+    encoded = encode_graphs(nodes, edges)
+    featurizer = GraphFeaturizer.fit(encoded, [0])
+    asked = [1, 2, len(encoded.ir_ids) - 1]
+    unseen = featurizer.unseen_values(encoded, asked)
+    x_cat = featurizer.transform(encoded).x_cat
+    rows = np.concatenate([np.arange(encoded.node_ptr[g], encoded.node_ptr[g + 1]) for g in asked])
+    in_oov = {c for j, c in enumerate(CATEGORICAL) if (x_cat[rows, j] == OOV).any()}
+    assert set(unseen) == in_oov and "op_name" in in_oov
+    ops = nodes.filter(
+        pl.col("ir_id").is_in([encoded.ir_ids[g] for g in asked])
+        & ~pl.col("op_name").is_in(featurizer.vocabularies["op_name"])
+    )
+    assert unseen["op_name"] == UnseenValues(
+        nodes=ops.height,
+        graphs=ops["ir_id"].n_unique(),
+        values=sorted(ops["op_name"].unique().to_list()),
+    )
+    assert featurizer.unseen_values(encoded, [0]) == {}  # its own training graph
+    assert featurizer.unseen_values(encoded, []) == {}
 
 
 def test_featurizer_json_round_trip(tables):
