@@ -11,8 +11,9 @@ dataset-layout directory, ``python -m extract compile`` output, or ``extract``'s
 ``IrGraph.to_arrow()`` tables) and a candidates frame with one row per config (config knobs,
 launch grid, problem size, static stats; any column of :func:`train.tables.load_samples` it
 lacks counts as unknown, and the inputs the model was trained with that are missing are named
-in a :class:`MissingInputsWarning`). Candidates are ranked per ``run_id``: pass all configs of
-one kernel launch together (the features compare a config with its run's others).
+in a :class:`MissingInputsWarning`; IR values the model never saw, such as a newer Triton's
+ops, in an :class:`UnseenIrValuesWarning`). Candidates are ranked per ``run_id``: pass all
+configs of one kernel launch together (the features compare a config with its run's others).
 
 Ranking is validity-aware: configs the model predicts to fail (``p_valid`` < 0.5) come after
 every config it predicts to run, each group in score order. A checkpoint refuses candidates
@@ -29,6 +30,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 from rich.console import Console
 from rich.text import Text
@@ -53,7 +55,7 @@ from train.candidates import (
 from train.checkpoint import Checkpoint, load_checkpoint
 from train.data import GraphSamples, read_ir_tables
 from train.fit import predict_samples
-from train.graphs import encode_graphs
+from train.graphs import EncodedGraphs, encode_graphs
 from train.layout import SHIPPED, out_problem
 from train.metrics import validity_aware_score
 from train.ranking_view import print_ranking
@@ -73,6 +75,12 @@ class UnseenArchWarning(UserWarning):
 
 class MissingInputsWarning(UserWarning):
     """The candidates lack inputs the model was trained with; its ranking degrades."""
+
+
+class UnseenIrValuesWarning(UserWarning):
+    """The candidates' IR holds categorical values (op names, dialects, dtypes, ...) the model
+    never saw in training: it reads them all as one unknown value, so part of those graphs is
+    unreadable to it and its ranking degrades."""
 
 
 def _checkpoint(checkpoint: Checkpoint | str | Path) -> Checkpoint:
@@ -154,7 +162,9 @@ def rank_configs(
     named in a :class:`MissingInputsWarning`); ``run_id`` groups the configs ranked together
     (absent: one group); ``ir_id`` names each config's graph (of the checkpoint's level) in
     ``ir_nodes`` / ``ir_edges``; rows whose graph is absent are ranked on side features alone.
-    ``ir_graphs`` (optional) supplies the graph summary counts the candidates lack. ``arch``
+    ``ir_graphs`` (optional) supplies the graph summary counts the candidates lack. Categorical
+    values of the candidates' graphs (op names, dialects, ...) the model never saw in training
+    are read as one unknown value and named in an :class:`UnseenIrValuesWarning`. ``arch``
     fills candidates without an ``arch`` (the device they will run on; ``interpreter`` for
     Triton's CPU interpreter). See :func:`resolve_arch` for unseen arches.
 
@@ -180,6 +190,7 @@ def rank_configs(
     if "ir_id" not in absent:  # all of them graph-less is said above
         _warn_graphless(frame, set(encoded.ir_ids), ckpt.level)
     graphs = ckpt.graph_featurizer.transform(encoded)
+    _warn_unseen_ir_values(ckpt, encoded, frame)
     model_config = ckpt.model.config
     samples = GraphSamples(
         frame,
@@ -217,6 +228,40 @@ def _warn_runs_lacking(frame: pl.DataFrame, every_run: Sequence[str], said: set[
             MissingInputsWarning,
             stacklevel=3,
         )
+
+
+UNSEEN_EXAMPLES = 5
+"""Unseen values named per column in an :class:`UnseenIrValuesWarning` (the first, sorted)."""
+
+
+def _warn_unseen_ir_values(ckpt: Checkpoint, encoded: EncodedGraphs, frame: pl.DataFrame) -> None:
+    """Warn once when nodes of the graphs ``frame``'s candidates reference hold categorical
+    values the checkpoint's vocabularies lack (a newer Triton's op, another backend's dialect):
+    the featurizer maps them to one out-of-vocabulary bucket, silently. Graphs of the IR tables
+    no candidate references (a whole dataset's, when ranking some runs) are not counted."""
+    index = encoded.index_of()
+    referenced = sorted({index[i] for i in frame["ir_id"].drop_nulls().unique() if i in index})
+    unseen = ckpt.graph_featurizer.unseen_values(encoded, referenced)
+    if not unseen:
+        return
+    nodes = int(np.diff(encoded.node_ptr)[referenced].sum())
+    listed = "; ".join(
+        f"{column}: {u.nodes} of {nodes} nodes in {u.graphs} of {len(referenced)} graphs "
+        f"({_examples(u.values)})"
+        for column, u in unseen.items()
+    )
+    warnings.warn(
+        f"the candidates' IR holds values the model never saw in training, all read as one "
+        f"unknown value, so its ranking of those graphs degrades: {listed}",
+        UnseenIrValuesWarning,
+        stacklevel=3,
+    )
+
+
+def _examples(values: list[str]) -> str:
+    shown = ", ".join(values[:UNSEEN_EXAMPLES])
+    more = len(values) - UNSEEN_EXAMPLES
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 NO_GRAPH_STATUSES = frozenset({"compile_error", "compile_timeout", "out_of_resources"})
@@ -452,9 +497,13 @@ def _predict(argv: Sequence[str] | None) -> int:
     return 0
 
 
+SHOWN_WARNINGS = (UnseenArchWarning, MissingInputsWarning, UnseenIrValuesWarning)
+"""What ``python -m train.predict`` prints of the warnings ranking raises, one line each."""
+
+
 def _show(console: Console, caught: list[warnings.WarningMessage]) -> None:
     for item in caught:
-        if issubclass(item.category, UnseenArchWarning | MissingInputsWarning):
+        if issubclass(item.category, SHOWN_WARNINGS):
             console.print(Text.assemble(("warning", "yellow"), ": ", str(item.message)), soft_wrap=True)
 
 

@@ -6,6 +6,7 @@ import copy
 import json
 import pickle
 import re
+import shutil
 import warnings
 
 import numpy as np
@@ -25,6 +26,7 @@ from train.predict import (
     MissingInputsWarning,
     UnseenArchError,
     UnseenArchWarning,
+    UnseenIrValuesWarning,
     main,
     rank_configs,
     rank_dataset,
@@ -390,12 +392,12 @@ def test_a_run_lacking_an_input_every_training_run_had_is_named_in_a_warning(tra
     runs = test["run_id"].n_unique()
     with pytest.warns(MissingInputsWarning) as caught:
         rank_configs(directory, partial, nodes, edges)
-    (message,) = [str(w.message) for w in caught]
+    (message,) = [str(w.message) for w in caught if w.category is MissingInputsWarning]
     assert f"flops (1 of {runs} runs)" in message and f"bytes_moved (1 of {runs} runs)" in message
     # Lacking in every run: the frame-wide warning says it, once.
     with pytest.warns(MissingInputsWarning) as caught:
         rank_configs(directory, test.drop("flops"), nodes, edges)
-    assert [str(w.message).count("flops") for w in caught] == [1]
+    assert [str(w.message).count("flops") for w in caught if w.category is MissingInputsWarning] == [1]
 
 
 def test_candidates_without_their_graph_are_named_in_a_warning(trained, harvested):
@@ -418,6 +420,82 @@ def test_candidates_without_their_graph_are_named_in_a_warning(trained, harveste
     with warnings.catch_warnings():
         warnings.simplefilter("error", MissingInputsWarning)
         rank_configs(directory, failed, nodes, edges)
+
+
+def _renamed_op(nodes: pl.DataFrame, old: str, new: str) -> pl.DataFrame:
+    """A copy of a real ``ir_nodes`` frame where op ``old`` is called ``new`` (a newer Triton's
+    op, as a model trained before it sees it)."""
+    renamed = pl.when(pl.col("op_name") == old).then(pl.lit(new)).otherwise(pl.col("op_name"))
+    return nodes.with_columns(renamed.alias("op_name"))
+
+
+def _unseen_ir_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, UnseenIrValuesWarning)]
+
+
+def test_ir_values_the_model_never_saw_are_named_in_one_warning(trained, harvested):
+    """Ops the training data never had (a new Triton's, another backend's) went to the
+    out-of-vocabulary bucket silently: a ranking of graphs partly unreadable to the model,
+    with no hint. Only the graphs the candidates reference count, not the whole IR table."""
+    _, _, parts, directory = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    train = parts["train"]
+    with warnings.catch_warnings():  # the training data itself: every value was seen
+        warnings.simplefilter("error", UnseenIrValuesWarning)
+        rank_configs(directory, train, nodes, edges)
+    # tt.load encloses no region: renaming it leaves every parent_op as it was.
+    future = _renamed_op(nodes, "tt.load", "tt.future_load")
+    referenced = nodes.filter(pl.col("ir_id").is_in(train["ir_id"].unique().to_list()))
+    loads = referenced.filter(pl.col("op_name") == "tt.load")
+    graphs = referenced["ir_id"].n_unique()
+    assert 0 < loads.height < nodes.filter(pl.col("op_name") == "tt.load").height
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ranking = rank_configs(directory, train, future, edges)
+    assert ranking.height == train.height
+    (message,) = _unseen_ir_warnings(caught)
+    assert message.endswith(
+        f": op_name: {loads.height} of {referenced.height} nodes in "
+        f"{loads['ir_id'].n_unique()} of {graphs} graphs (tt.future_load)"
+    ), message
+
+
+def test_an_unseen_ir_warning_names_five_values_per_column_sorted(trained, harvested):
+    """Every op renamed: op_name and parent_op (the op of each node's enclosing region op)
+    both unseen; each lists its first five values in sorted order and counts the rest."""
+    _, _, parts, directory = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    train = parts["train"]
+    referenced = nodes.filter(pl.col("ir_id").is_in(train["ir_id"].unique().to_list()))
+    ops = sorted(f"new.{op}" for op in referenced["op_name"].unique())
+    assert len(ops) > 5
+    renamed = nodes.with_columns(("new." + pl.col("op_name")).alias("op_name"))
+    with pytest.warns(UnseenIrValuesWarning) as caught:
+        rank_configs(directory, train, renamed, edges)
+    (message,) = _unseen_ir_warnings(caught)
+    graphs = referenced["ir_id"].n_unique()
+    assert (
+        f"op_name: {referenced.height} of {referenced.height} nodes in {graphs} of {graphs} "
+        f"graphs ({', '.join(ops[:5])} and {len(ops) - 5} more)"
+    ) in message
+    assert "; parent_op: " in message and "dialect" not in message
+
+
+def test_cli_shows_the_unseen_ir_warning(trained, compiled, tmp_path, capsys):
+    """python -m train.predict prints it as it prints the missing-inputs warning."""
+    _, _, _, directory = trained
+    argv = ["--checkpoint", str(directory), "--arch", "interpreter"]
+    assert main([*argv, "--ir", str(compiled)]) == 0
+    assert "never saw in training" not in capsys.readouterr().err
+    future = tmp_path / "future"
+    shutil.copytree(compiled, future)
+    for graph in future.glob("config_*/*.ttgir.graph.json"):
+        graph.write_text(graph.read_text().replace('"op_name":"tt.load"', '"op_name":"tt.future_load"'))
+    assert main([*argv, "--ir", str(future)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "warning: the candidates' IR holds values the model never saw in training" in err
+    assert "op_name: 2 of " in err and "in 2 of 2 graphs (tt.future_load)" in err
+
 
 def test_ranking_puts_predicted_failures_last(trained, harvested):
     checkpoint, _, parts, _ = trained
