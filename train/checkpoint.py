@@ -8,7 +8,11 @@ data was read as; and what the model has seen (``seen``: :func:`seen_facts`), so
 refuses a checkpoint from another featurizer or features version, and weights that are not
 the ones its ``checkpoint.json`` was written with (``weights_sha256``): the vocabularies and
 normalization statistics in the JSON are those of one training, and another training's
-weights of the same shapes load without complaint and rank silently wrong.
+weights of the same shapes load without complaint and rank silently wrong. The JSON records
+the digest of its own content too (``content_sha256``: :func:`content_digest`), which
+:func:`read_meta` checks: a hand-edited vocabulary or statistic, or a merge of two
+checkpoints' JSON, is refused instead of ranking silently wrong. Every write of the file goes
+through :func:`write_meta`, which records that digest.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from train.model import CostModel, ModelConfig
 WEIGHTS = "model.safetensors"
 META = "checkpoint.json"
 FORMAT_VERSION = 2
+CONTENT_DIGEST = "content_sha256"
+"""The ``checkpoint.json`` field holding :func:`content_digest` of every other field."""
 
 
 def seen_facts(frame: pl.DataFrame) -> dict[str, Any]:
@@ -111,11 +117,30 @@ def save_checkpoint(directory: str | Path, checkpoint: Checkpoint) -> Path:
     }
     _atomic(out / WEIGHTS, lambda path: save_file(state, str(path)))
     meta["weights_sha256"] = weights_digest(out / WEIGHTS)
-    _atomic(
-        out / META,
-        lambda path: Path(path).write_text(json.dumps(meta, indent=1, default=_jsonable)),
-    )
+    write_meta(out / META, meta)
     return out
+
+
+def write_meta(path: str | Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """Write ``meta`` as the ``checkpoint.json`` at ``path`` (atomic rename), with its
+    ``content_sha256`` (:func:`content_digest`) in place of any it held; return what was
+    written (plain JSON values). The one writer of the file: any other write breaks the digest
+    and the file is refused on reading."""
+    # Digest the JSON round trip, not ``meta``: what is read back is what is checked (tuples
+    # become lists, dataclasses dicts, int keys strings, which sort otherwise).
+    plain = json.loads(json.dumps(meta, default=_jsonable))
+    plain.pop(CONTENT_DIGEST, None)
+    plain[CONTENT_DIGEST] = content_digest(plain)
+    _atomic(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(plain, indent=1)))
+    return plain
+
+
+def content_digest(meta: dict[str, Any]) -> str:
+    """Hex SHA-256 of ``meta``'s canonical JSON (sorted keys, no whitespace, ASCII) without
+    its ``content_sha256`` field: equal for any whitespace or key order of the same content."""
+    content = {k: v for k, v in meta.items() if k != CONTENT_DIGEST}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def weights_digest(path: str | Path) -> str:
@@ -131,13 +156,22 @@ def weights_digest(path: str | Path) -> str:
 def read_meta(path: str | Path) -> dict[str, Any]:
     """The ``checkpoint.json`` at ``path`` as a dict; a ``ValueError`` naming the file when it
     is no JSON object (a truncated copy: json's bare "Expecting value: line 1 column 1" named
-    no file, and the commands printed just that)."""
+    no file, and the commands printed just that), or when its content is not the one its
+    ``content_sha256`` was computed on (a file without that field is not checked)."""
     try:
         meta = json.loads(Path(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc}); copy the checkpoint again or retrain") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: not a checkpoint's JSON object; copy the checkpoint again or retrain")
+    recorded = meta.get(CONTENT_DIGEST)  # absent in checkpoints written before it was recorded
+    if recorded is not None and content_digest(meta) != recorded:
+        raise ValueError(
+            f"{path}: its content is not what was written (its SHA-256 differs from its "
+            f"{CONTENT_DIGEST}: edited by hand, merged from another checkpoint's, or damaged); "
+            "its vocabularies and statistics may not be the training's: restore the file from "
+            "a good copy of the checkpoint, or retrain"
+        )
     return meta
 
 

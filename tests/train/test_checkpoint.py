@@ -15,7 +15,14 @@ import pytest
 import torch
 
 from train.candidates import read_candidates_csv
-from train.checkpoint import META, WEIGHTS, load_checkpoint, save_checkpoint
+from train.checkpoint import (
+    CONTENT_DIGEST,
+    META,
+    WEIGHTS,
+    load_checkpoint,
+    save_checkpoint,
+    write_meta,
+)
 from train.data import load_dataset, read_ir_tables
 from train.experiment import ExperimentConfig, run_gnn
 from train.features import TabularFeatures
@@ -87,7 +94,7 @@ def test_other_featurizer_version_is_refused(trained, tmp_path):
     _, _, _, directory = trained
     meta = json.loads((directory / META).read_text())
     meta["featurizer_version"] = 999
-    (tmp_path / META).write_text(json.dumps(meta))
+    write_meta(tmp_path / META, meta)  # as another code version writes it: its digest matches
     (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
     with pytest.raises(ValueError, match="featurizer version 999"):
         load_checkpoint(tmp_path)
@@ -131,9 +138,81 @@ def test_a_checkpoint_json_without_a_weights_digest_still_loads(trained, tmp_pat
     _, _, _, directory = trained
     meta = json.loads((directory / META).read_text())
     assert len(meta.pop("weights_sha256")) == 64
+    assert len(meta.pop(CONTENT_DIGEST)) == 64  # written before either digest
     (tmp_path / META).write_text(json.dumps(meta))
     (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
     load_checkpoint(tmp_path)
+
+
+def _edit_vocabulary(meta: dict) -> None:
+    vocabulary = meta["graph_featurizer"]["vocabularies"]["op_name"]
+    vocabulary[0], vocabulary[1] = vocabulary[1], vocabulary[0]  # same shapes: loads, ranks wrong
+
+
+def _edit_statistic(meta: dict) -> None:
+    meta["tabular"]["mean"][0] += 1.0  # a normalization statistic
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [_edit_vocabulary, _edit_statistic, lambda meta: meta["seen"].update(arches=["sm_90"]), "merge"],
+    ids=["vocabulary", "statistic", "seen-arch", "merge"],
+)
+def test_an_edited_checkpoint_json_is_refused_naming_it(trained, tmp_path, edit):
+    """A hand-edited vocabulary or statistic, or a JSON merged from two checkpoints', loaded
+    without a word (its weights are the ones it was written with) and ranked silently wrong."""
+    checkpoint, _, _, directory = trained
+    meta = json.loads((directory / META).read_text())
+    if edit == "merge":
+        other = copy.deepcopy(checkpoint)
+        other.tabular = TabularFeatures().fit(trained[2]["val"])  # another training's statistics
+        save_checkpoint(tmp_path / "other", other)
+        edited = json.loads((tmp_path / "other" / META).read_text())
+        assert edited["tabular"] != meta["tabular"]
+        meta["tabular"] = edited["tabular"]  # half of another checkpoint's JSON
+    else:
+        edit(meta)
+    (tmp_path / META).write_text(json.dumps(meta, indent=1))
+    (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
+    with pytest.raises(ValueError) as refused:
+        load_checkpoint(tmp_path)
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path / META}: its content is not what was written")
+    assert "restore the file" in message and "retrain" in message
+
+
+def test_an_equal_checkpoint_json_in_another_layout_still_loads(trained, tmp_path):
+    """The digest is of the content, not the text: keys reordered and whitespace changed (a
+    pretty-printer, an editor's reformat) still load, with the same featurizer state."""
+    _, _, _, directory = trained
+    text = (directory / META).read_text()
+    meta = json.loads(text)
+
+    def reversed_keys(node):
+        if isinstance(node, dict):
+            return {k: reversed_keys(node[k]) for k in reversed(list(node))}
+        if isinstance(node, list):
+            return [reversed_keys(v) for v in node]
+        return node
+
+    other = json.dumps(reversed_keys(meta), indent="\t", separators=(" ,", " : "))
+    assert other != text and json.loads(other) == meta
+    (tmp_path / META).write_text(other)
+    (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.graph_featurizer.to_dict() == load_checkpoint(directory).graph_featurizer.to_dict()
+
+
+def test_write_meta_records_a_digest_of_the_content_it_wrote(trained, tmp_path):
+    """What write_meta returns is what the file holds, and a stale digest passed in is replaced."""
+    _, _, _, directory = trained
+    meta = json.loads((directory / META).read_text())
+    meta["extra"]["note"] = "rewritten"
+    written = write_meta(tmp_path / META, meta)
+    assert written == json.loads((tmp_path / META).read_text())
+    assert written[CONTENT_DIGEST] != meta[CONTENT_DIGEST]
+    (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
+    assert load_checkpoint(tmp_path).extra["note"] == "rewritten"
 
 
 @pytest.mark.parametrize(
@@ -149,7 +228,7 @@ def test_a_damaged_checkpoint_json_is_a_value_error_naming_it(trained, tmp_path,
     _, _, _, directory = trained
     meta = json.loads((directory / META).read_text())
     damage(meta)
-    (tmp_path / META).write_text(json.dumps(meta))
+    write_meta(tmp_path / META, meta)  # a consistent digest: the structural check is what refuses
     (tmp_path / WEIGHTS).write_bytes((directory / WEIGHTS).read_bytes())
     with pytest.raises(ValueError, match=re.escape(message)):
         load_checkpoint(tmp_path)

@@ -49,9 +49,11 @@ def _with_seen(model: Path, root: Path, **seen: list[str]) -> Path:
     import json
     import shutil
 
+    from train.checkpoint import write_meta
+
     copy = root / "checkpoint"
     shutil.copytree(model, copy)
     meta = json.loads((copy / "checkpoint.json").read_text())
     meta["seen"].update(seen)
-    (copy / "checkpoint.json").write_text(json.dumps(meta))
+    write_meta(copy / "checkpoint.json", meta)  # as a training on that data writes it
     return copy

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from train.checkpoint import write_meta
 from train.cli import main as train_main
 from train.replay.cli import main
 from train.replay.strategies import STRATEGIES
@@ -148,7 +149,7 @@ def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, t
     held_out = sorted(set(samples.filter(pl.col("run_id").is_in(_test_runs(trained, "family", 1)))["family"]))
     meta = json.loads((model / "checkpoint.json").read_text())
     meta["seen"]["families"] = sorted({*meta["seen"]["families"], held_out[0]})  # as if trained on it
-    (model / "checkpoint.json").write_text(json.dumps(meta))
+    write_meta(model / "checkpoint.json", meta)
     argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
     if len(held_out) > 1:
         assert main(argv) == 0
@@ -156,7 +157,7 @@ def test_a_redrawn_split_never_judges_families_the_model_trained_on(harvested, t
         replayed = pl.read_parquet(tmp_path / "r" / "runs.parquet")["run_id"]
         assert not samples.filter(pl.col("run_id").is_in(replayed) & (pl.col("family") == held_out[0])).height
     meta["seen"]["families"] = sorted({*meta["seen"]["families"], *held_out})
-    (model / "checkpoint.json").write_text(json.dumps(meta))
+    write_meta(model / "checkpoint.json", meta)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "no held-out run to replay" in err and "families the model trained on are left out" in err
@@ -214,7 +215,7 @@ def _trained_on(splits_file: Path, checkpoints: Path) -> None:
         extra = meta["extra"]
         chosen = splits.filter((pl.col("kind") == extra["split"]) & (pl.col("seed") == extra["seed"]))
         extra["split_digest"] = split_digest(chosen)
-        meta_path.write_text(json.dumps(meta))
+        write_meta(meta_path, meta)
 
 
 def _copy_output(trained: Path, target: Path) -> Path:
@@ -239,22 +240,30 @@ def test_an_incomplete_seed_checkpoint_is_refused_before_the_replay_starts(harve
     assert "Traceback" not in err and "replaying" not in err  # refused before any work
 
 
+@pytest.mark.parametrize("damage", ["truncated", "edited"])
 @pytest.mark.parametrize("where", ["seed", "single"])
-def test_a_damaged_checkpoint_json_is_named(harvested, trained, tmp_path, where, capsys):
+def test_a_damaged_checkpoint_json_is_named(harvested, trained, tmp_path, where, damage, capsys):
     """A truncated checkpoint.json ended the replay with json's bare "Expecting value: line 1
-    column 1 (char 0)", naming no file (a seed's, after the replay had started)."""
+    column 1 (char 0)", naming no file (a seed's, after the replay had started); an edited one
+    (a normalization statistic changed by hand) is refused as well, before any work."""
     model = _copy_output(trained, tmp_path / "damaged")
     meta = model / "checkpoints" / "gnn" / "family" / "seed-1" / "checkpoint.json"
     argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "random"]
     if where == "single":
         meta = model / "checkpoint" / "checkpoint.json"
         argv[3] = str(meta.parent)
-    meta.write_text(meta.read_text()[:10])
+    if damage == "truncated":
+        meta.write_text(meta.read_text()[:10])
+    else:
+        content = json.loads(meta.read_text())
+        content["tabular"]["mean"][0] += 1.0
+        meta.write_text(json.dumps(content, indent=1))
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert f"{meta}: not valid JSON" in err and "Traceback" not in err and "replaying" not in err
+    said = "not valid JSON" if damage == "truncated" else "its content is not what was written"
+    assert f"{meta}: {said}" in err and "Traceback" not in err and "replaying" not in err
 
 
 def test_a_seed_removed_from_the_output_is_named_in_the_report(harvested, trained, tmp_path, capsys):
@@ -275,7 +284,7 @@ def test_a_model_refuses_runs_of_an_arch_it_never_saw(harvested, trained, tmp_pa
     shutil.copytree(trained / "checkpoint", model)
     meta = json.loads((model / "checkpoint.json").read_text())
     meta["seen"]["arches"] = ["sm_90"]
-    (model / "checkpoint.json").write_text(json.dumps(meta))
+    write_meta(model / "checkpoint.json", meta)
     argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "model"]
     assert main(argv) == 2
     assert "trained on sm_90 only" in capsys.readouterr().err
@@ -290,7 +299,7 @@ def test_a_model_without_a_split_replays_every_run_without_lightgbm(harvested, t
     shutil.copytree(trained / "checkpoint", model)
     meta = json.loads((model / "checkpoint.json").read_text())
     del meta["extra"]["split"]
-    (model / "checkpoint.json").write_text(json.dumps(meta))
+    write_meta(model / "checkpoint.json", meta)
     out = tmp_path / "replay"
     argv = ["--data", harvested, "--model", str(model), "--out", str(out),
             "--strategies", "random,tabular,analytic,model"]  # fmt: skip
@@ -308,7 +317,7 @@ def test_the_val_runs_of_a_model_without_a_split_are_refused(harvested, trained,
     shutil.copytree(trained / "checkpoint", model)
     meta = json.loads((model / "checkpoint.json").read_text())
     del meta["extra"]["split"]
-    (model / "checkpoint.json").write_text(json.dumps(meta))
+    write_meta(model / "checkpoint.json", meta)
     with pytest.raises(SystemExit) as exit_:
         main(["--data", harvested, "--model", str(model), "--partition", "val", "--out", str(tmp_path / "r")])
     assert exit_.value.code == 2
