@@ -13,7 +13,9 @@ When the autotuner meets a new key it calls the provider with every config. The 
 compiles each config to IR for the target (on a GPU in this process, where Triton's cache then
 serves the autotuner's own compiles; on the interpreter in a worker process where Triton
 compiles, see :class:`corpus.record.compile_worker.WorkerCompiler`), ranks them with the model
-(:func:`train.guide.score_candidates`) and returns the ``top_k``: Triton benchmarks those only.
+(:func:`train.guide.score_candidates`) and returns the first ``top_k`` of its hedged order
+(:func:`train.guide.hedged_order`: the model's best, then its order spread over the knob
+space): Triton benchmarks those only.
 The choice is cached per autotuner (for as long as it lives) and autotune key (the key Triton
 computes: the ``key`` arguments' values and every tensor's dtype), so a key tuned again (a cleared cache, ``Autotuner.warmup``) costs
 no compile.
@@ -53,9 +55,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-SKIP = "not benchmarked: ranked below the top {k} by model {model} (corpus.guide.prune_configs)"
+SKIP = "not benchmarked: not in the top {k} of model {model}'s hedged order (corpus.guide.prune_configs)"
 """What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
 UNCOMPILED = (
     "not benchmarked: did not compile for {target} when corpus.guide.prune_configs ranked the "
@@ -355,7 +355,8 @@ class ConfigRanker:
         )
         from schemas.enums import Status
         from schemas.identity import kernel_id
-        from train.guide import arch_refusal, score_candidates
+        from train.guide import arch_refusal, hedged_order, score_candidates
+        from train.guide.encoding import knob_matrix
         from train.predict import MissingInputsWarning
 
         interpreter, facts = _device()
@@ -422,7 +423,11 @@ class ConfigRanker:
             if other not in missing:
                 warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
         self._missing_inputs(jit, entry, missing)
-        order = np.argsort(scores.rank, kind="stable")
+        # Triton benchmarks the top_k without the model seeing a result in between: the model's
+        # order spread over the knobs, so one region it is wrong about cannot take every slot.
+        order = hedged_order(
+            scores.predicted_ms, scores.p_valid, scores.rank, features=knob_matrix(candidates.frame)
+        )
         self.rank_s += time.perf_counter() - begin
         uncompiled = {
             configs[i]: UNCOMPILED.format(target=target, error=(outcome.error or outcome.status).splitlines()[0])

@@ -4,7 +4,8 @@ model's choice is benchmarked. The rest are written as ``skipped`` rows whose ``
 the model and the budget (:data:`BUDGET_SKIP`), with their compile outcome and IR, so the
 dataset says what was not measured and why.
 
-- ``K``: the default plus the model's top K of the other configs.
+- ``K``: the default plus the first K other configs of the model's hedged order
+  (:func:`train.guide.hedged_order`: its best, then its order spread over the knob space).
 - ``P%``: K = ceil(P% of the run's compiled configs), at least 1.
 - ``auto``: the model's predicted best and the default first, then one config at a time by
   expected improvement over the best so far (:class:`train.guide.EiPolicy`), until no config
@@ -33,7 +34,7 @@ from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.report import BestOfRun
 from corpus.harvest.resume import BUDGET_SKIP
 from schemas.enums import Status
-from train.guide import Budget, EiPolicy, EiSettings, GuideModel, score_candidates
+from train.guide import Budget, EiPolicy, EiSettings, GuideModel, hedged_order, score_candidates
 from train.guide.encoding import knob_matrix
 
 
@@ -199,10 +200,22 @@ class RunGuide:
             return GuidedRun(ranked, first, reasons, policy)
         extra = self.budget.extra_configs(n)
         assert extra is not None
-        others = [c for c in ranked if c != default]
+        # The configs are benchmarked without looking at results in between: the model's order
+        # spread over the knobs, so one region it is wrong about cannot take the whole budget.
+        hedged = hedged_order(
+            scores.predicted_ms,
+            scores.p_valid,
+            scores.rank,
+            features=knob_matrix(candidates.frame),
+            settings=self.ei,
+        )
+        picks = [ids[i] for i in hedged]
+        pick_of = {config_id: position + 1 for position, config_id in enumerate(picks)}
+        others = [c for c in picks if c != default]
         first = ([default] if default else []) + others[:extra]
         reasons = {
-            c: f"{BUDGET_SKIP} {self.budget.text}: model {self.model.name} ranked it {rank_of[c]} of {n}"
+            c: f"{BUDGET_SKIP} {self.budget.text}: model {self.model.name} ranked it {rank_of[c]} "
+            f"of {n}, {pick_of[c]} in its hedged order"
             for c in ranked
         }
         return GuidedRun(ranked, first, reasons)

@@ -21,6 +21,7 @@ ground truth.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ from train.layout import (
     find_splits_file,
     seed_checkpoints,
 )
+from train.predict import UnseenIrValuesWarning
 from train.replay.strategies import (
     KNOWN,
     NEEDS_MODEL,
@@ -510,9 +512,13 @@ def replay_seed(
     model = None
     if NEEDS_MODEL & set(config.strategies):
         # Every config of a held-out run is ranked together (run-relative features need them).
-        model = score_candidates(
-            seed_model.model, held, *ir_tables, allow_unseen_arch=config.allow_unseen_arch
-        )
+        # Held-out families hold IR their training never showed: that is what a split measures,
+        # not a user's mistake, so the warning saying so is not repeated for every seed.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnseenIrValuesWarning)
+            model = score_candidates(
+                seed_model.model, held, *ir_tables, allow_unseen_arch=config.allow_unseen_arch
+            )
     ei = ei_settings(config)
     outcomes = []
     bounds = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import re
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -55,6 +56,13 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
         assert group.filter(pl.col("is_default"))["status"].to_list() == ["ok"]
     skipped = first.filter(pl.col("status") == "skipped")
     assert all(e.startswith(f"{BUDGET_SKIP} 1: model checkpoint@") for e in skipped["error"])
+    # Each skipped config says where the hedged order put it: the two benchmarked configs hold
+    # the other two places, and the default aside the benchmarked one came before every skipped one.
+    for run_id, group in first.group_by("run_id"):
+        places = [int(re.search(r", (\d+) in its hedged order$", e).group(1)) for e in group["error"].drop_nulls()]
+        benchmarked = {1, 2, 3, 4} - set(places)
+        assert len(places) == 2 and len(benchmarked) == 2, run_id
+        assert min(benchmarked) < min(places), run_id
     assert skipped["ttgir_id"].null_count() == 0  # compiled: the IR is in the dataset
     assert "benchmarked 6 of 12 compiled config(s)" in printed.replace("\n", " ")
     samples = load_samples(str(out))  # what training reads: a skipped config is no label

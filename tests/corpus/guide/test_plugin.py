@@ -91,7 +91,7 @@ def test_recorded_workloads_say_why_each_config_was_not_benchmarked(report: dict
     columns = ["run_id", "status", "error", "ttgir_id", "n_regs"]
     rows = pl.from_arrow(read_table(report["recorded"]["out"], "measurements", columns=columns))
     assert report["recorded"]["correct"]
-    by_run = {len(group.filter(pl.col("error").str.contains("top 2 by model"))): group for _, group in rows.group_by("run_id")}
+    by_run = {len(group.filter(pl.col("error").str.contains("top 2 of model"))): group for _, group in rows.group_by("run_id")}
     ranked, pruned_by_user = by_run[4], by_run[0]
     for group in (ranked, pruned_by_user):
         assert group["status"].to_list().count("ok") == 2 and group.height == 7
@@ -99,7 +99,7 @@ def test_recorded_workloads_say_why_each_config_was_not_benchmarked(report: dict
     assert "when corpus.guide.prune_configs ranked the configs" in uncompiled
     # The four the model ranked below its top 2 keep the IR and static stats it ranked them
     # by (they used to have none, and a ranking of the recording compared them graph-less).
-    below = ranked.filter(pl.col("error").str.contains("top 2 by model"))
+    below = ranked.filter(pl.col("error").str.contains("top 2 of model"))
     assert below["ttgir_id"].null_count() == 0 and below["n_regs"].null_count() == 0
     assert check_dataset(report["recorded"]["out"]).ok
     skipped = pruned_by_user.filter(pl.col("status") == "skipped")["error"].to_list()

@@ -61,7 +61,7 @@ def test_recorded_liger_rows_say_why_each_config_was_not_benchmarked(liger_moe: 
     for name in ("_fused_up_proj_swiglu_kernel", "_fused_down_proj_kernel"):
         run = rows.filter(pl.col("run_id") == runs[name])
         ok = run.filter(pl.col("status") == "ok")
-        ranked_out = run.filter(pl.col("error").str.contains("top 2 by model"))
+        ranked_out = run.filter(pl.col("error").str.contains("top 2 of model"))
         assert ok.height == 2 and ranked_out.height == 3 and run.height == 32
         assert ok["ttgir_id"].null_count() == 0 and ranked_out["ttgir_id"].null_count() == 0
         assert all("checkpoint@" in reason for reason in ranked_out["error"])
