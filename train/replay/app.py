@@ -283,11 +283,16 @@ def _output_above(directory: Path) -> Path | None:
     return None
 
 
-def default_out(root: Path, selection: Selection, partition: str = HELD_OUT) -> Path:
+def default_out(
+    root: Path, selection: Selection, partition: str = HELD_OUT, remeasured: str | None = None
+) -> Path:
     """Where the report goes without ``--out``: ``CHECKPOINT/replay`` for one checkpoint
     directory, ``OUT/replay/<model>-<kind>`` for a ``python -m train`` output; ``-val``
-    appended when the val runs are replayed."""
+    appended when the val runs are replayed, ``-remeasured`` with ``--remeasured`` (its report
+    covers the remeasured runs only: it must not replace the whole partition's)."""
     suffix = "" if partition == HELD_OUT else f"-{partition}"
+    if remeasured is not None:
+        suffix += "-remeasured"
     if (root / META).is_file():
         return root / f"replay{suffix}"
     return root / REPLAYS / f"{selection.name}-{selection.kind}{suffix}"

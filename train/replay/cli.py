@@ -154,7 +154,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     if config.out is None:
         selection = select_checkpoints(Path(config.model), config.model_name, config.split)
         config = replace(
-            config, out=str(default_out(Path(config.model), selection, config.partition))
+            config, out=str(default_out(Path(config.model), selection, config.partition, config.remeasured))
         )
     problem = _out_clash(config) or out_problem(config.out)
     if problem is not None:  # before the replay, not after it
@@ -177,7 +177,7 @@ def _out_clash(config: ReplayConfig) -> str | None:
         return (
             f"--out {config.out}: is the python -m train output --model, which its next run "
             "would refuse to replace holding the replay's files; without --out the replay goes "
-            f"to {default_out(model, selection, config.partition)}"
+            f"to {default_out(model, selection, config.partition, config.remeasured)}"
         )
     return None
 

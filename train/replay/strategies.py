@@ -8,8 +8,9 @@ Static orders (expected curves, exact; ties in random order):
   model's score, fitted on the seed's training runs (``model`` was trained on them).
 - ``hedged``: the model's best first, then by expected improvement with each config already
   chosen taken as measured at the model's estimate (:func:`train.guide.hedged_order`): the
-  model's order spread over the knob space, what ``--budget K`` and the Triton plug-in's
-  ``top_k`` benchmark.
+  model's order spread over the knob space, what the Triton plug-in's ``top_k`` benchmarks.
+- ``budget``: what ``--budget K`` benchmarks for K = 1, 2, ...: the hedged order's first
+  config, the default config (a harvest always measures it), then the rest of the hedged order.
 - ``remeasured`` (only with ``--remeasured DIR``): configs by the latencies another harvest of
   the same runs measured. A ranking that knows every config's latency as measured once: judged
   on ``--data``'s own measurement, what it needs is the floor the labels' reproducibility sets.
@@ -44,13 +45,14 @@ from train.guide.encoding import config_matrix, knob_matrix
 from train.replay.curves import expected_curve, expected_needed, order_curve, order_needed
 
 REMEASURED = "remeasured"
-STATIC = ("random", "default", "analytic", "tabular", "model", "hedged", REMEASURED)
+BUDGET = "budget"
+STATIC = ("random", "default", "analytic", "tabular", "model", "hedged", BUDGET, REMEASURED)
 ADAPTIVE = ("lfbo", "lfbo+model", "ei")
 AUTO = "auto"
 KNOWN: tuple[str, ...] = (*STATIC, *ADAPTIVE, AUTO)
 STRATEGIES: tuple[str, ...] = tuple(s for s in KNOWN if s != REMEASURED)
 """The tuners replayed by default (``remeasured`` needs a second measurement of the runs)."""
-NEEDS_MODEL = frozenset({"model", "hedged", "lfbo+model", "ei", AUTO})
+NEEDS_MODEL = frozenset({"model", "hedged", BUDGET, "lfbo+model", "ei", AUTO})
 TOLERANCES = (0.05, 0.02, 0.0)
 """Regret levels whose cost (benchmarks to reach) the table reports: 5 %, 2 %, the best."""
 
@@ -119,7 +121,7 @@ def _static_scores(name: str, run: RunInputs, ei: EiSettings) -> np.ndarray:
     if name == "model":
         assert run.model is not None
         return run.model.rank.astype(np.float64)
-    if name == "hedged":
+    if name in ("hedged", BUDGET):
         assert run.model is not None
         order = hedged_order(
             run.model.predicted_ms,
@@ -127,7 +129,10 @@ def _static_scores(name: str, run: RunInputs, ei: EiSettings) -> np.ndarray:
             run.model.rank,
             features=knob_matrix(run.frame),
             settings=ei,
-        )
+        ).tolist()
+        if name == BUDGET and run.default is not None and run.default not in order[:2]:
+            order.remove(run.default)
+            order.insert(1, run.default)
         scores = np.empty(n)
         scores[order] = np.arange(n)
         return scores

@@ -15,6 +15,7 @@ import pytest
 
 from train.checkpoint import write_meta
 from train.cli import main as train_main
+from train.replay.app import Selection, default_out
 from train.replay.cli import main
 from train.replay.strategies import STRATEGIES
 from train.replay.summary import FRACTIONS
@@ -486,3 +487,16 @@ def test_without_a_shipped_checkpoint_the_default_model_is_the_first_of_gnn_gnn_
 
     assert _default_name(tmp_path, ["mlp", "gnn-plain"]) == "gnn-plain"
     assert _default_name(tmp_path, ["mlp", "gnn"]) == "gnn"
+
+
+def test_default_out_keeps_the_partitions_and_the_remeasured_reports_apart(tmp_path: Path) -> None:
+    """A --remeasured replay covers the remeasured runs only: by default it used to write over
+    the report of the whole partition that the same command without it had written."""
+    selection = Selection("gnn", "cluster", ())
+    outs = {
+        default_out(tmp_path, selection),
+        default_out(tmp_path, selection, "val"),
+        default_out(tmp_path, selection, remeasured="rep20"),
+        default_out(tmp_path, selection, "val", remeasured="rep20"),
+    }
+    assert {p.name for p in outs} == {"gnn-cluster", "gnn-cluster-val", "gnn-cluster-remeasured", "gnn-cluster-val-remeasured"}
