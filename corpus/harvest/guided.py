@@ -240,7 +240,7 @@ class RunGuide:
             whole = sum(1 for n in compiled if n and self.budget.most_benchmarked(n) >= n)
             runs = sum(1 for n in compiled if n)
             every = f" (every config of {whole} of the {runs} runs)" if whole else ""
-            how = f"the default and model {self.model.name}'s top {self.budget.text} of each run: at most {most:,} of {total:,} configs{every}"
+            how = f"the default and model {self.model.name}'s hedged top {self.budget.text} of each run: at most {most:,} of {total:,} configs{every}"
         return f"--budget {self.budget.text} benchmarks {how}; every config is compiled, the rest written as skipped rows"
 
     def count_benchmarked(self, configs: int) -> None:
