@@ -27,7 +27,7 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +81,21 @@ class UnseenIrValuesWarning(UserWarning):
     """The candidates' IR holds categorical values (op names, dialects, dtypes, ...) the model
     never saw in training: it reads them all as one unknown value, so part of those graphs is
     unreadable to it and its ranking degrades."""
+
+
+InputWarningSink = Callable[[UserWarning], None]
+"""Where :func:`rank_configs` hands its :class:`MissingInputsWarning` and
+:class:`UnseenIrValuesWarning` instead of raising them (``on_input_warning``)."""
+
+
+def _warn_input(sink: InputWarningSink | None, warning: UserWarning, stacklevel: int) -> None:
+    """Raise ``warning`` as ``warnings.warn`` at ``stacklevel`` (counted from the caller of this
+    function), or hand it to ``sink``: a caller ranking from several threads collects them
+    without ``warnings.catch_warnings``, whose filters are process-wide."""
+    if sink is None:
+        warnings.warn(warning, stacklevel=stacklevel + 1)
+    else:
+        sink(warning)
 
 
 def _checkpoint(checkpoint: Checkpoint | str | Path) -> Checkpoint:
@@ -154,6 +169,7 @@ def rank_configs(
     *,
     arch: str | None = None,
     allow_unseen_arch: bool = False,
+    on_input_warning: InputWarningSink | None = None,
 ) -> pl.DataFrame:
     """Predict latency and validity of every row of ``candidates`` and rank them per run.
 
@@ -167,6 +183,9 @@ def rank_configs(
     are read as one unknown value and named in an :class:`UnseenIrValuesWarning`. ``arch``
     fills candidates without an ``arch`` (the device they will run on; ``interpreter`` for
     Triton's CPU interpreter). See :func:`resolve_arch` for unseen arches.
+    ``on_input_warning``: called with each :class:`MissingInputsWarning` and
+    :class:`UnseenIrValuesWarning` instead of raising it (None: raised with ``warnings.warn``);
+    other warnings are raised as usual.
 
     Returns the candidates sorted by run_id, rank, with :data:`OUTPUT_COLUMNS` first: ``rank``
     1 = try first (validity-aware: predicted failures last), ``score`` (lower = predicted
@@ -178,19 +197,18 @@ def rank_configs(
     check_ir_target(ckpt, frame, allow_unseen_arch=allow_unseen_arch)
     absent = missing_inputs(frame, ckpt.seen.get("input_columns", []))
     if absent:
-        warnings.warn(
+        message = (
             f"candidates lack {len(absent)} input(s) the model was trained with, ranked as "
-            f"unknown: {', '.join(absent)}",
-            MissingInputsWarning,
-            stacklevel=2,
+            f"unknown: {', '.join(absent)}"
         )
-    _warn_runs_lacking(frame, ckpt.seen.get("inputs_of_every_run", []), set(absent))
+        _warn_input(on_input_warning, MissingInputsWarning(message), stacklevel=2)
+    _warn_runs_lacking(frame, ckpt.seen.get("inputs_of_every_run", []), set(absent), on_input_warning)
     frame = complete_candidates(frame).with_columns(pl.col("valid").fill_null(False))
     encoded = encode_graphs(ir_nodes, ir_edges)
     if "ir_id" not in absent:  # all of them graph-less is said above
-        _warn_graphless(frame, set(encoded.ir_ids), ckpt.level)
+        _warn_graphless(frame, set(encoded.ir_ids), ckpt.level, on_input_warning)
     graphs = ckpt.graph_featurizer.transform(encoded)
-    _warn_unseen_ir_values(ckpt, encoded, frame)
+    _warn_unseen_ir_values(ckpt, encoded, frame, on_input_warning)
     model_config = ckpt.model.config
     samples = GraphSamples(
         frame,
@@ -212,7 +230,9 @@ def rank_configs(
     return ranked.select(first + rest).sort("run_id", "rank")
 
 
-def _warn_runs_lacking(frame: pl.DataFrame, every_run: Sequence[str], said: set[str]) -> None:
+def _warn_runs_lacking(
+    frame: pl.DataFrame, every_run: Sequence[str], said: set[str], sink: InputWarningSink | None
+) -> None:
     """Warn about runs of ``frame`` that lack, in every row, an input every training run had
     (``every_run``), but for inputs the whole frame lacks (``said`` already). The frame-wide
     warning alone let a dataset or candidates file mixing runs with and without, e.g.,
@@ -222,19 +242,17 @@ def _warn_runs_lacking(frame: pl.DataFrame, every_run: Sequence[str], said: set[
     if lacking:
         total = frame["run_id"].n_unique() if "run_id" in frame.columns else 1
         listed = ", ".join(f"{column} ({count} of {total} runs)" for column, count in lacking.items())
-        warnings.warn(
-            f"some runs lack input(s) every run the model was trained on had, ranked as "
-            f"unknown: {listed}",
-            MissingInputsWarning,
-            stacklevel=3,
-        )
+        message = f"some runs lack input(s) every run the model was trained on had, ranked as unknown: {listed}"
+        _warn_input(sink, MissingInputsWarning(message), stacklevel=3)
 
 
 UNSEEN_EXAMPLES = 5
 """Unseen values named per column in an :class:`UnseenIrValuesWarning` (the first, sorted)."""
 
 
-def _warn_unseen_ir_values(ckpt: Checkpoint, encoded: EncodedGraphs, frame: pl.DataFrame) -> None:
+def _warn_unseen_ir_values(
+    ckpt: Checkpoint, encoded: EncodedGraphs, frame: pl.DataFrame, sink: InputWarningSink | None
+) -> None:
     """Warn once when nodes of the graphs ``frame``'s candidates reference hold categorical
     values the checkpoint's vocabularies lack (a newer Triton's op, another backend's dialect):
     the featurizer maps them to one out-of-vocabulary bucket, silently. Graphs of the IR tables
@@ -250,12 +268,11 @@ def _warn_unseen_ir_values(ckpt: Checkpoint, encoded: EncodedGraphs, frame: pl.D
         f"({_examples(u.values)})"
         for column, u in unseen.items()
     )
-    warnings.warn(
+    message = (
         f"the candidates' IR holds values the model never saw in training, all read as one "
-        f"unknown value, so its ranking of those graphs degrades: {listed}",
-        UnseenIrValuesWarning,
-        stacklevel=3,
+        f"unknown value, so its ranking of those graphs degrades: {listed}"
     )
+    _warn_input(sink, UnseenIrValuesWarning(message), stacklevel=3)
 
 
 def _examples(values: list[str]) -> str:
@@ -269,7 +286,7 @@ NO_GRAPH_STATUSES = frozenset({"compile_error", "compile_timeout", "out_of_resou
 from such rows, graph-less, that they fail."""
 
 
-def _warn_graphless(frame: pl.DataFrame, known: set[str], level: str) -> None:
+def _warn_graphless(frame: pl.DataFrame, known: set[str], level: str, sink: InputWarningSink | None) -> None:
     """Warn when candidates that compiled (or may have) have no graph of ``level`` among the IR
     tables (``known`` ir_ids) while others have one: the model ranks them on side features
     alone, as it saw only compile failures ranked, so their places among the configs with a
@@ -281,13 +298,12 @@ def _warn_graphless(frame: pl.DataFrame, known: set[str], level: str) -> None:
         if (ir_id is None or ir_id not in known) and s not in NO_GRAPH_STATUSES
     ]  # fmt: skip
     if graphless and len(graphless) < frame.height:
-        warnings.warn(
+        message = (
             f"{len(graphless)} of {frame.height} candidates have no {level} graph (ir_id missing "
             "or not in the IR tables) though they did not fail to compile: ranked on side "
-            "features alone, their places among the others are not comparable",
-            MissingInputsWarning,
-            stacklevel=3,
+            "features alone, their places among the others are not comparable"
         )
+        _warn_input(sink, MissingInputsWarning(message), stacklevel=3)
 
 
 def rank_dataset(

@@ -560,6 +560,25 @@ def test_an_unseen_ir_warning_names_five_values_per_column_sorted(trained, harve
     assert "; parent_op: " in message and "dialect" not in message
 
 
+def test_input_warnings_go_to_the_callers_sink_and_others_are_raised(trained, harvested):
+    """on_input_warning: a caller ranking from several threads (the budgeted harvest's lanes)
+    takes the missing-inputs and unseen-IR warnings without warnings.catch_warnings, whose
+    filters are process-wide; an unseen arch is still warned as before."""
+    _, _, parts, directory = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    gpu = parts["train"].drop("flops").with_columns(pl.lit("sm_90").alias("arch"))
+    future = _renamed_op(nodes, "tt.load", "tt.future_load")
+    told: list[UserWarning] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rank_configs(directory, gpu, future, edges, allow_unseen_arch=True, on_input_warning=told.append)
+    assert {type(w) for w in told} == {MissingInputsWarning, UnseenIrValuesWarning}
+    assert any("tt.future_load" in str(w) for w in told) and any("flops" in str(w) for w in told)
+    raised = {w.category for w in caught}
+    assert UnseenArchWarning in raised
+    assert not raised & {MissingInputsWarning, UnseenIrValuesWarning}
+
+
 def test_cli_shows_the_unseen_ir_warning(trained, compiled, tmp_path, capsys):
     """python -m train.predict prints it as it prints the missing-inputs warning."""
     _, _, _, directory = trained

@@ -18,7 +18,13 @@ import numpy as np
 import polars as pl
 
 from train.checkpoint import META, WEIGHTS, Checkpoint, load_checkpoint
-from train.predict import UnseenArchError, check_ir_target, rank_configs, resolve_arch
+from train.predict import (
+    InputWarningSink,
+    UnseenArchError,
+    check_ir_target,
+    rank_configs,
+    resolve_arch,
+)
 
 _ROW = "__guide_row"
 """Input position of each candidate, carried through the ranking to restore the order."""
@@ -115,6 +121,7 @@ def score_candidates(
     *,
     arch: str | None = None,
     allow_unseen_arch: bool = False,
+    on_input_warning: InputWarningSink | None = None,
 ) -> Scores:
     """Score every row of ``candidates`` (samples-table columns, see
     :func:`train.predict.rank_configs`; rows grouped into runs by ``run_id``: pass every
@@ -123,7 +130,9 @@ def score_candidates(
 
     ``arch``: the device the configs run on, for rows without an ``arch``. A model refuses an
     arch it never saw with :class:`train.predict.UnseenArchError` (a ``ValueError``) unless
-    ``allow_unseen_arch``, which ranks with a warning."""
+    ``allow_unseen_arch``, which ranks with a warning. ``on_input_warning``: where the
+    candidates' missing inputs and unseen IR values are told instead of raised as warnings
+    (see :func:`train.predict.rank_configs`)."""
     checkpoint = model.checkpoint if isinstance(model, GuideModel) else model
     framed = candidates.with_row_index(_ROW)
     ranked = rank_configs(
@@ -134,6 +143,7 @@ def score_candidates(
         ir_graphs,
         arch=arch,
         allow_unseen_arch=allow_unseen_arch,
+        on_input_warning=on_input_warning,
     ).sort(_ROW)
     return Scores(
         rank=ranked["rank"].to_numpy().astype(np.int64),
