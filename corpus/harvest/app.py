@@ -555,7 +555,7 @@ def load_guide(
         message = f": --rank-with {config.rank_with} cannot rank for this device ({refusal}); every config is benchmarked, as without --budget"
         console.print(Text.assemble(("warning", "yellow"), message), soft_wrap=True)
         return None
-    return RunGuide(model, budget)
+    return RunGuide(model, budget, console=console)
 
 
 def array_hint(shard: tuple[int, int] | str, settings: Settings) -> str:

@@ -12,6 +12,10 @@ dataset says what was not measured and why.
   is expected to improve it by 1 %. Its decisions use one timing pass per config; the
   recorded labels come from the usual interleaved passes over every config it chose.
 
+The model's ranking of a run may say it could not read all of the candidates (inputs it was
+trained with missing, IR values it never saw): the guide collects those warnings per run, prints
+each kind once when it first happens, and the summary counts the runs of each.
+
 Resume: a harvest without ``--budget`` measures the configs an earlier budgeted harvest
 skipped (:func:`corpus.harvest.resume.resume_plan`); a budgeted one counts them as done.
 """
@@ -21,12 +25,13 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.text import Text
 
 from corpus.guide.candidates import candidate_frames
 from corpus.harvest.compile_worker import CompileOutcome
@@ -36,6 +41,15 @@ from corpus.harvest.resume import BUDGET_SKIP
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, hedged_order, score_candidates
 from train.guide.encoding import knob_matrix
+from train.predict import MissingInputsWarning, UnseenIrValuesWarning
+
+INPUT_WARNINGS: dict[str, str] = {
+    MissingInputsWarning.__name__: "the candidates lacked inputs the model was trained with",
+    UnseenIrValuesWarning.__name__: "the candidates' IR held values the model never saw in training",
+}
+"""The warnings of a run's ranking the guide collects (by class name) -> what the summary says
+of them. Said once each, not once per run: their texts carry per-run counts, so Python's
+default filter printed one per run amid the progress display."""
 
 
 class GuidedRun:
@@ -100,9 +114,20 @@ class GuideStats:
     runs: int = 0
     notes: Counter[str] = field(default_factory=Counter)
     """Why the model could not rank a run -> how many runs (benchmarked in full)."""
+    warned: Counter[str] = field(default_factory=Counter)
+    """Kind of :data:`INPUT_WARNINGS` -> how many runs' ranking raised it."""
+    first_warning: dict[str, str] = field(default_factory=dict)
+    """Kind of :data:`INPUT_WARNINGS` -> the message of the first run that raised it."""
 
     def copy(self) -> GuideStats:
-        return GuideStats(self.compiled, self.benchmarked, self.runs, Counter(self.notes))
+        return GuideStats(
+            self.compiled,
+            self.benchmarked,
+            self.runs,
+            Counter(self.notes),
+            Counter(self.warned),
+            dict(self.first_warning),
+        )
 
     def since(self, before: GuideStats) -> GuideStats:
         """What was added after ``before`` (a :meth:`copy` of this object): one run's share."""
@@ -111,6 +136,8 @@ class GuideStats:
             self.benchmarked - before.benchmarked,
             self.runs - before.runs,
             self.notes - before.notes,
+            self.warned - before.warned,
+            {k: m for k, m in self.first_warning.items() if k not in before.first_warning},
         )
 
     def add(self, other: GuideStats) -> None:
@@ -118,16 +145,24 @@ class GuideStats:
         self.benchmarked += other.benchmarked
         self.runs += other.runs
         self.notes.update(other.notes)
+        self.warned.update(other.warned)
+        for kind, message in other.first_warning.items():
+            self.first_warning.setdefault(kind, message)
 
 
 class RunGuide:
     """Ranks each run's compiled configs with ``model`` and plans its benchmarks under
-    ``budget`` (one instance per harvest; lanes call :meth:`plan` from their threads)."""
+    ``budget`` (one instance per harvest; lanes call :meth:`plan` from their threads).
+    ``console``: where the first run of each kind of :data:`INPUT_WARNINGS` is noted (None:
+    only the summary says it)."""
 
-    def __init__(self, model: GuideModel, budget: Budget, ei: EiSettings | None = None) -> None:
+    def __init__(
+        self, model: GuideModel, budget: Budget, ei: EiSettings | None = None, console: Console | None = None
+    ) -> None:
         self.model = model
         self.budget = budget
         self.ei = ei or EiSettings()
+        self.console = console
         self.stats = GuideStats()
         self.lock = threading.Lock()
 
@@ -149,16 +184,34 @@ class RunGuide:
             if (o := outcomes.get(p.config.id)) is not None and o.status == Status.OK.value
         ]
         ids = [p.config.id for p in compiled]
+        # Handed over by the ranking, not caught with warnings.catch_warnings: its filters are
+        # process-wide, and lanes rank from several threads at once.
+        caught: list[UserWarning] = []
         try:
-            guided = self._rank(run, compiled, outcomes, run_row, arch, sass)
+            guided = self._rank(run, compiled, outcomes, run_row, arch, sass, caught.append)
         except Exception as exc:  # never lose the run: measure it all, and say why
             guided = benchmark_everything(ids, f"{type(exc).__name__}: {exc}")
+        kinds: dict[str, str] = {}
+        for warning in caught:  # the first message of each kind: the run counts once per kind
+            kinds.setdefault(type(warning).__name__, str(warning))
         with self.lock:
             self.stats.runs += 1
             self.stats.compiled += len(ids)
             if guided.note:
                 self.stats.notes[guided.note] += 1
+            first = [kind for kind in kinds if kind not in self.stats.first_warning]
+            self.stats.warned.update(kinds.keys())
+            for kind in first:
+                self.stats.first_warning[kind] = kinds[kind]
+        for kind in first:
+            self._note(kinds[kind])
         return guided
+
+    def _note(self, message: str) -> None:
+        """The one line a kind of :data:`INPUT_WARNINGS` gets when it first happens."""
+        if self.console is not None:
+            line = f": model {self.model.name}: {message} (said for the first run only; the summary counts the runs)"
+            self.console.print(Text.assemble(("warning", "yellow"), line), soft_wrap=True)
 
     def _rank(
         self,
@@ -168,6 +221,7 @@ class RunGuide:
         run_row: Mapping[str, Any],
         arch: str,
         sass: Mapping[str, Any] | None,
+        on_input_warning: Callable[[UserWarning], None],
     ) -> GuidedRun:
         ids = [p.config.id for p in compiled]
         if len(ids) < 2:
@@ -175,7 +229,13 @@ class RunGuide:
         known = {i: o for i, o in outcomes.items() if o is not None}
         candidates = candidate_frames(run, compiled, known, run_row, arch=arch, level=self.model.level, sass=sass)
         scores = score_candidates(
-            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs, arch=arch
+            self.model,
+            candidates.frame,
+            candidates.ir_nodes,
+            candidates.ir_edges,
+            candidates.ir_graphs,
+            arch=arch,
+            on_input_warning=on_input_warning,
         )
         order = np.argsort(scores.rank, kind="stable")
         ranked = [ids[i] for i in order]
@@ -285,3 +345,7 @@ class RunGuide:
                 f"[yellow]warning[/]: the model could not rank {runs} run(s), benchmarked in full: {note}",
                 soft_wrap=True,
             )
+        for kind, what in INPUT_WARNINGS.items():
+            if runs := stats.warned[kind]:
+                line = f": in {runs} of {stats.runs} guided run(s) {what}; the first run's warning: {stats.first_warning[kind]}"
+                console.print(Text.assemble(("warning", "yellow"), line), soft_wrap=True)

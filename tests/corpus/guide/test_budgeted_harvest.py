@@ -23,7 +23,7 @@ from corpus.harvest.app import HarvestConfig, run_harvest
 from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.settings import read_settings
 from schemas import read_table
-from train.predict import MissingInputsWarning, rank_dataset
+from train.predict import MissingInputsWarning, UnseenIrValuesWarning, rank_dataset
 from train.tables import load_samples
 
 BASE = {"families": ("softmax",), "dtypes": ("float32",), "max_configs": 4, "workers": 1, "flush_every_s": 0.0}
@@ -48,6 +48,7 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
     # The candidates carry every input the model was trained with (SASS statistics included,
     # which the harvest disassembles in batches after compiling).
     assert not [w for w in caught if issubclass(w.category, MissingInputsWarning)]
+    assert "candidates lack" not in printed and "lacked inputs" not in printed  # the guide's note, summary
     first = rows(out)
     assert first["run_id"].n_unique() == 3
     for run_id, group in first.group_by("run_id"):
@@ -276,3 +277,44 @@ def test_a_budgeted_harvest_that_waited_for_a_claim_keeps_its_budget(
     assert every["harvest_id"].n_unique() == 1  # B wrote nothing: every run was done
     statuses = Counter(every["status"])
     assert statuses == {"ok": 6, "skipped": 6}  # A's default + top 1 per run, the rest skipped
+
+
+def test_what_the_model_could_not_read_is_said_once_and_counted(guide_model: Path, tmp_path: Path) -> None:
+    """A family the model never trained on (atomic_sum: its atomic ops are in no demo family)
+    holds IR values the model never saw in every run. Its UnseenIrValuesWarning carries
+    per-run counts, so Python's default filter printed one per run amid the progress display;
+    now one note says it, the summary counts the runs, and no raw warning escapes."""
+    out = tmp_path / "unseen"
+    options = {**BASE, "families": ("atomic_sum",), "max_configs": 2}
+    console = Console(file=io.StringIO(), width=200)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_harvest(HarvestConfig(out=str(out), rank_with=str(guide_model), budget="1", **options), read_settings(), console)
+    printed = " ".join(console.file.getvalue().split())
+    assert not [w for w in caught if issubclass(w.category, UnseenIrValuesWarning)]
+    runs = rows(out)["run_id"].n_unique()
+    assert runs >= 2
+    # the note as the first run's ranking says it, then the summary's line quoting it
+    assert printed.count("the candidates' IR holds values the model never saw in training") == 2
+    assert printed.count("(tt.atomic_rmw) (said for the first run only") == 1
+    assert f"in {runs} of {runs} guided run(s) the candidates' IR held values the model never saw" in printed
+
+
+def test_a_lanes_share_of_the_warnings_reaches_the_driver() -> None:
+    """Ray lanes send each run's share of their guide's counts (since) to the driver (add):
+    the runs that warned travel with them, and the driver keeps the first message it got."""
+    from corpus.harvest.guided import GuideStats
+
+    lane = GuideStats(runs=1, warned=Counter({"UnseenIrValuesWarning": 1}), first_warning={"UnseenIrValuesWarning": "a"})
+    before = lane.copy()
+    lane.runs += 2
+    lane.warned.update(["UnseenIrValuesWarning", "UnseenIrValuesWarning", "MissingInputsWarning"])
+    lane.first_warning["MissingInputsWarning"] = "b"
+    share = lane.since(before)
+    assert share.warned == {"UnseenIrValuesWarning": 2, "MissingInputsWarning": 1}
+    assert share.first_warning == {"MissingInputsWarning": "b"}  # the lane said the other one already
+    driver = GuideStats(warned=Counter({"MissingInputsWarning": 1}), first_warning={"MissingInputsWarning": "c"})
+    driver.add(before)
+    driver.add(share)
+    assert driver.warned == {"UnseenIrValuesWarning": 3, "MissingInputsWarning": 2}
+    assert driver.first_warning == {"MissingInputsWarning": "c", "UnseenIrValuesWarning": "a"}
