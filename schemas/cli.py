@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ParamSpec
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from schemas.card import CARD_JSON, CARD_MARKDOWN, write_card
@@ -74,7 +75,7 @@ def run_check(
         url, fix=fix, temporary_age_s=temporary_age_s, on_wait=_waiting(console, "check --fix")
     )
     for line in report.fixed:
-        console.print(f"[cyan]fixed[/]: {line}", soft_wrap=True)
+        console.print(f"[cyan]fixed[/]: {escape(str(line))}", soft_wrap=True)
     table = Table(title=f"dataset {url}")
     table.add_column("table")
     table.add_column("files", justify="right")
@@ -83,11 +84,11 @@ def run_check(
         table.add_row(name, str(report.files.get(name, "?")), f"{rows:,}")
     console.print(table)
     for key, value in report.facts.items():
-        console.print(f"[bold]{key}[/]: {value}", soft_wrap=True)
+        console.print(f"[bold]{escape(key)}[/]: {escape(str(value))}", soft_wrap=True)
     for warning in report.warnings:
-        console.print(f"[yellow]warning[/]: {warning}", soft_wrap=True)
+        console.print(f"[yellow]warning[/]: {escape(str(warning))}", soft_wrap=True)
     for problem in report.problems:
-        console.print(f"[red]problem[/]: {problem}", soft_wrap=True)
+        console.print(f"[red]problem[/]: {escape(str(problem))}", soft_wrap=True)
     console.print("[green]OK[/]" if report.ok else f"[red]{len(report.problems)} problem(s)[/]")
     return 0 if report.ok else 1
 
@@ -118,7 +119,7 @@ def run_compact(
         on_wait=_waiting(console, "compact"),
     )
     for note in report.notes:
-        console.print(f"[yellow]note[/]: {note}", soft_wrap=True)
+        console.print(f"[yellow]note[/]: {escape(str(note))}", soft_wrap=True)
     for result in report.merged:
         where = f"{result.table}/{result.partition}" if result.partition else result.table
         console.print(f"{where}: {result.files_before} files -> 1 ({result.rows:,} rows)")
@@ -137,7 +138,7 @@ def run_doc(out: Path, check_only: bool, console: Console | None = None) -> int:
     if check_only:
         current = out.read_text() if out.exists() else ""
         if current != text:
-            console.print(f"[red]{out} is stale[/]: run `python -m schemas doc`")
+            console.print(f"[red]{escape(str(out))} is stale[/]: run `python -m schemas doc`")
             return 1
         console.print(f"{out} is current")
         return 0

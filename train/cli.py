@@ -360,7 +360,7 @@ def _run(config: ExperimentConfig) -> int:
                     f"{info['runs']} rankable runs from {source}"
                 )
             elif kind == "notice":
-                console.print(f"[bold yellow]note:[/] {info['text']}")
+                console.print(f"[bold yellow]note:[/] {escape(info['text'])}")
             elif kind == "final":
                 console.print(
                     f"final model: {info['model']} ({info['reason']}), {info['epochs']} epochs "

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
@@ -443,7 +444,7 @@ def harvesting(
     ``lock_hint``: ends the refusal when an identical harvest holds the plan lock."""
     with harvest_lock(config.out, planned, allow_repeat=config.allow_repeat, hint=lock_hint) as lock_warning:
         if lock_warning:
-            console.print(f"[yellow]warning[/]: {lock_warning}", soft_wrap=True)
+            console.print(f"[yellow]warning[/]: {escape(str(lock_warning))}", soft_wrap=True)
         pending = None if config.allow_repeat else PendingFinish.of(config.out, plan_lock_name(planned))
         before = pending.writers() if pending else []
         if pending:
@@ -598,7 +599,7 @@ def refresh_card(config: HarvestConfig, console: Console) -> None:
         write_card(config.out, command=config.command or None, accept_loss=False)
     except (DatasetError, OSError) as exc:
         console.print(
-            f"[yellow]warning[/]: dataset card not written: {exc}. The runs are committed; "
+            f"[yellow]warning[/]: dataset card not written: {escape(str(exc))}. The runs are committed; "
             f"`python -m schemas card {config.out}` writes the card later",
             soft_wrap=True,
         )
@@ -617,7 +618,7 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
     try:
         report = compact(out, only=names, on_wait=waiting)
     except DatasetError as exc:  # committed runs are safe; compaction refuses a damaged dataset
-        console.print(f"[yellow]warning[/]: not compacted: {exc}", soft_wrap=True)
+        console.print(f"[yellow]warning[/]: not compacted: {escape(str(exc))}", soft_wrap=True)
         return
     merged = sum(result.files_before for result in report.merged)
     if merged:  # one file per partition already: nothing to say

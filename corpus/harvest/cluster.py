@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from corpus.destination import check_out, probe_out
@@ -663,7 +664,7 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
 def _requeue(feed: Feed, run: PlannedRun, index: int, console: Console) -> None:
     feed.lost += 1
     feed.attempts[run.run_id] += 1
-    console.print(f"[yellow]lane {index} lost[/] during {run.label}; the run is handed out again")
+    console.print(f"[yellow]lane {index} lost[/] during {escape(str(run.label))}; the run is handed out again")
     if feed.attempts[run.run_id] >= MAX_ATTEMPTS:
         feed.given_up.append(run)
     else:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from corpus.guide.candidates import candidate_frames
@@ -342,7 +343,7 @@ class RunGuide:
             )
         for note, runs in stats.notes.most_common():
             console.print(
-                f"[yellow]warning[/]: the model could not rank {runs} run(s), benchmarked in full: {note}",
+                f"[yellow]warning[/]: the model could not rank {runs} run(s), benchmarked in full: {escape(str(note))}",
                 soft_wrap=True,
             )
         for kind, what in INPUT_WARNINGS.items():

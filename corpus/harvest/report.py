@@ -11,6 +11,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -186,7 +187,7 @@ def print_plan(
         ),
     )
     if notice:
-        console.print(f"[yellow]note[/]: {notice}")
+        console.print(f"[yellow]note[/]: {escape(str(notice))}")
 
 
 LONG_INTERPRETER_CONFIGS = 200
@@ -258,7 +259,7 @@ def print_start(
         ),
     )
     if notice:
-        console.print(f"[yellow]warning[/]: {notice}")
+        console.print(f"[yellow]warning[/]: {escape(str(notice))}")
 
 
 def shard_text(index: int, count: int, source: str | None = None) -> str | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
@@ -239,7 +240,7 @@ def _check(command: CheckCommand, console: Console) -> bool:
     for r in results:
         if not r.ok:  # one line per failure, however long: a log is grepped for them
             console.print(
-                f"[red]FAIL[/] {r.family} {r.shape} {r.dtype} {r.config}: {r.error}",
+                f"[red]FAIL[/] {escape(f'{r.family} {r.shape} {r.dtype} {r.config}: {r.error}')}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -265,7 +266,7 @@ def _contract(specs: dict, console: Console) -> int:
 
     problems = [problem for spec in specs.values() for problem in contract_problems(spec)]
     for problem in problems:
-        console.print(f"[red]CONTRACT[/] {problem}", highlight=False, soft_wrap=True)  # one line each
+        console.print(f"[red]CONTRACT[/] {escape(str(problem))}", highlight=False, soft_wrap=True)  # one line each
     if problems:
         console.print(f"{len(problems)} contract problem(s) (see 'The KernelSpec contract' in docs/suite.md)")
     return len(problems)

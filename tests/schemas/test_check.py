@@ -46,6 +46,20 @@ def test_corrupt_file_is_reported_by_name(dataset):
     assert victim.name in result.stdout.replace("\n", "")
 
 
+def test_a_problem_naming_a_path_with_brackets_is_printed_as_it_is(dataset, tmp_path):
+    """rich read "[ds]" in a printed path as a style and dropped it (and a "[/...]" as a closing
+    tag, stopping with a MarkupError): the problem then named a file that does not exist."""
+    moved = tmp_path / "runs[ds]" / "copy"
+    shutil.copytree(dataset, moved)
+    victim = sorted((moved / "ir_nodes").rglob("*.parquet"))[0]
+    victim.write_bytes(b"PAR1 this is not parquet")
+    from schemas.cli import run_check
+
+    console = Console(file=io.StringIO(), width=400)
+    assert run_check(str(moved), console) == 1
+    assert str(victim) in console.file.getvalue()
+
+
 def test_dangling_references_are_problems(dataset):
     writer = DatasetWriter(dataset)
     rows = sample_rows(7)

@@ -318,3 +318,18 @@ def test_a_lanes_share_of_the_warnings_reaches_the_driver() -> None:
     driver.add(share)
     assert driver.warned == {"UnseenIrValuesWarning": 3, "MissingInputsWarning": 2}
     assert driver.first_warning == {"MissingInputsWarning": "c", "UnseenIrValuesWarning": "a"}
+
+
+def test_a_note_with_brackets_is_printed_as_it_is(guide_model: Path) -> None:
+    """Why a run could not be ranked is an exception's text: rich read "[dtype]" in it as a style
+    and dropped it, and a "[/...]" as a closing tag, stopping the summary with a MarkupError."""
+    from corpus.harvest.guided import RunGuide
+    from train.guide import load_model, parse_budget
+
+    guide = RunGuide(load_model(guide_model), parse_budget("1"))
+    note = "RuntimeError: tensor[dtype] at [/tmp/x] differs"
+    guide.stats.runs, guide.stats.compiled = 1, 4
+    guide.stats.notes[note] += 1
+    console = Console(file=io.StringIO(), width=400)
+    guide.print_summary(console, [])
+    assert note in console.file.getvalue()
