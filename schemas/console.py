@@ -52,13 +52,19 @@ def fits(console: Console, renderable: RenderableType) -> bool:
 
 def key_values(rows: Iterable[tuple[str, RenderableType]]) -> Table:
     """A two-column listing, ``key  value``, whose values fold at their spaces with a hanging
-    indent (under the value, not under the key) when the console is narrow."""
+    indent (under the value, not under the key) when the console is narrow. A ``str`` key or
+    value is shown as it is, not read as rich markup: values are paths, device names and
+    messages, where brackets (``runs[ds]``) are text (pass a :class:`rich.text.Text` to style)."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for key, value in rows:
-        grid.add_row(key, value)
+        grid.add_row(_plain(key), _plain(value))
     return grid
+
+
+def _plain(cell: RenderableType) -> RenderableType:
+    return Text(cell) if isinstance(cell, str) else cell
 
 
 def _rstrip(line: list[Segment]) -> list[Segment]:

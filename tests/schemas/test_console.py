@@ -31,3 +31,17 @@ def test_a_path_with_brackets_is_one_line_not_a_traceback(
         printed = capsys.readouterr().out
         assert printed.startswith("error: ") and str(root) in printed, printed
         assert len(printed.strip().splitlines()) == 1
+
+
+def test_key_values_show_brackets_in_values_as_they_are():
+    """A dataset path with brackets lost them: rich read "[ds]" as a style."""
+    import io
+
+    from rich.console import Console
+
+    from schemas.console import key_values
+
+    console = Console(file=io.StringIO(), width=200)
+    console.print(key_values([("dataset", "/tmp/runs[ds]/copy"), ("[bold]key[/]", "x")]))
+    printed = console.file.getvalue()
+    assert "/tmp/runs[ds]/copy" in printed and "[bold]key[/]" in printed
