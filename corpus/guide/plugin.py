@@ -55,6 +55,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+INPUT_WARNING_TEXT = {
+    "MissingInputsWarning": "without some of its inputs",
+    "UnseenIrValuesWarning": "on IR it cannot fully read",
+}
+"""What the provider says of each kind of warning ranking hands it, once per kernel."""
+
 SKIP = "not benchmarked: not in the top {k} of model {model}'s hedged order (corpus.guide.prune_configs)"
 """What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
 UNCOMPILED = (
@@ -357,7 +363,6 @@ class ConfigRanker:
         from schemas.identity import kernel_id
         from train.guide import arch_refusal, hedged_order, score_candidates
         from train.guide.encoding import knob_matrix
-        from train.predict import MissingInputsWarning
 
         interpreter, facts = _device()
         target = self.target or ("sm_90" if interpreter else facts.arch)
@@ -412,17 +417,14 @@ class ConfigRanker:
             run, planned, outcomes, run_columns(run, facts, target, None, None), arch=facts.arch, level=self.model.level,
             sass=sass, keys=[keys[i] for i in compiled],
         )
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", MissingInputsWarning)
-            scores = score_candidates(
-                self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs,
-                arch=facts.arch,
-            )  # fmt: skip
-        missing = [w for w in caught if issubclass(w.category, MissingInputsWarning)]
-        for other in caught:  # anything else goes on as it was raised
-            if other not in missing:
-                warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
-        self._missing_inputs(jit, entry, missing)
+        # Handed over, not caught with warnings.catch_warnings, whose filters are process-wide:
+        # a program may tune kernels from several threads.
+        told: list[UserWarning] = []
+        scores = score_candidates(
+            self.model, candidates.frame, candidates.ir_nodes, candidates.ir_edges, candidates.ir_graphs,
+            arch=facts.arch, on_input_warning=told.append,
+        )  # fmt: skip
+        self._input_warnings(jit, entry, told)
         # Triton benchmarks the top_k without the model seeing a result in between: the model's
         # order spread over the knobs, so one region it is wrong about cannot take every slot.
         order = hedged_order(
@@ -441,22 +443,22 @@ class ConfigRanker:
             ir_target_name(target),
         )
 
-    def _missing_inputs(self, jit: Any, entry: str, caught: list[warnings.WarningMessage]) -> None:
-        """Say once per kernel, at the kernel's definition, which inputs the model ranked it
-        without (a kernel outside the suite has no flops/bytes counts), instead of a line of
-        corpus.guide's own code."""
-        from train.predict import MissingInputsWarning
-
-        if not caught or not self._first_time(jit, "inputs"):
-            return
+    def _input_warnings(self, jit: Any, entry: str, told: list[UserWarning]) -> None:
+        """Say once per kernel and kind, at the kernel's definition rather than at a line of
+        corpus.guide's own code, what the model ranked its configs without: inputs (a kernel
+        outside the suite has no flops/bytes counts) or IR values it never saw in training."""
         code = getattr(getattr(jit, "fn", None), "__code__", None)
-        warnings.warn_explicit(
-            f"corpus.guide: model {self.model.name} ranks the configs of {entry} without some of "
-            f"its inputs ({caught[0].message})",
-            MissingInputsWarning,
-            filename=code.co_filename if code else "<kernel>",
-            lineno=code.co_firstlineno if code else 0,
-        )
+        for warning in told:
+            kind = type(warning).__name__
+            if not self._first_time(jit, kind):
+                continue
+            what = INPUT_WARNING_TEXT.get(kind, "with a warning")
+            warnings.warn_explicit(
+                f"corpus.guide: model {self.model.name} ranks the configs of {entry} {what} ({warning})",
+                type(warning),
+                filename=code.co_filename if code else "<kernel>",
+                lineno=code.co_firstlineno if code else 0,
+            )
 
     def _compiler_for(self, interpreter: bool, target: str) -> Callable[..., Any]:
         """On a GPU, compile in this process (the autotuner's own compiles then hit Triton's

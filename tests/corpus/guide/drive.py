@@ -316,6 +316,38 @@ def hook_twins(model: str) -> dict[str, Any]:
     }
 
 
+def unseen_ir(model: str) -> dict[str, Any]:
+    """A kernel with an op the model never saw (tt.atomic_rmw), top_k=2, two keys: ranked all the
+    same, and said once for the kernel, at its definition."""
+    import torch
+    import triton
+
+    from corpus.guide import prune_configs
+    from corpus.guide.bench import cpu_bench
+    from tests.corpus.guide.kernels import atomic_scale_kernel
+
+    prune = prune_configs(model, top_k=2)
+    tuned = triton.autotune(
+        configs(), key=["n_elements"], prune_configs_by=prune, do_bench=cpu_bench, reset_to_zero=["out_ptr"]
+    )(atomic_scale_kernel)
+    correct = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (1000, 3000):
+            x, out = torch.randn(n), torch.zeros(n)
+            tuned[lambda meta, n=n: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+            correct.append(bool(torch.allclose(out, 2 * x + 1)))
+    return {
+        "correct": all(correct),
+        "benchmarked": len(tuned.configs_timings),
+        "unseen": [
+            {"message": str(w.message), "file": Path(w.filename).name, "category": w.category.__name__}
+            for w in caught
+            if "never saw in training" in str(w.message)
+        ],
+    }
+
+
 def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -331,6 +363,7 @@ def main(out: Path, model: str, foreign_model: str, sm20_model: str) -> None:
         "same_names": same_names(sm20_model),
         "overridden": overridden(model, out / "overridden"),
         "hook_twins": hook_twins(model),
+        "unseen_ir": unseen_ir(model),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
 

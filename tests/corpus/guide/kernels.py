@@ -50,3 +50,13 @@ def activation_kernel(x_ptr, out_ptr, n_elements, ACTIVATION: tl.constexpr, BLOC
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n_elements
     tl.store(out_ptr + offsets, ACTIVATION(tl.load(x_ptr + offsets, mask=mask)), mask=mask)
+
+
+@triton.jit
+def atomic_scale_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    """``scale_kernel`` that adds into a zeroed output with ``tl.atomic_add``: an op (tt.atomic_rmw)
+    none of the demo families has, so a model trained on them never saw it."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.atomic_add(out_ptr + offsets, 2.0 * x + 1.0, mask=mask)

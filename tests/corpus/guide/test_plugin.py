@@ -227,3 +227,14 @@ def test_a_users_script_that_sets_the_interpreter_itself(guide_model: Path, tmp_
     else:
         assert "benchmarked 6" in done.stdout
         assert done.stderr.count("cannot rank") == 1 and "no `if __name__ == \"__main__\":` guard" in done.stderr
+
+
+def test_a_kernel_with_ir_the_model_never_saw_is_ranked_and_said_once(report: dict) -> None:
+    """Its UnseenIrValuesWarning came as a line of corpus.guide's own code, once per tuning key
+    (the counts in its text differ between keys); now once per kernel, at its definition."""
+    unseen = report["unseen_ir"]
+    assert unseen["correct"] and unseen["benchmarked"] == 2  # ranked: Triton benchmarked top_k
+    (said,) = unseen["unseen"]
+    assert said["category"] == "UnseenIrValuesWarning" and said["file"] == "kernels.py"
+    assert "atomic_scale_kernel on IR it cannot fully read" in said["message"]
+    assert "tt.atomic_rmw" in said["message"]
