@@ -19,7 +19,7 @@ from rich.table import Table
 from schemas.card import CARD_JSON, CARD_MARKDOWN, write_card
 from schemas.check import check_dataset
 from schemas.compact import compact, require_dataset
-from schemas.console import print_error
+from schemas.console import print_error, print_labelled
 from schemas.doc import render_schema_doc
 from schemas.errors import DatasetError
 from schemas.scrub import scrub_dataset
@@ -75,7 +75,7 @@ def run_check(
         url, fix=fix, temporary_age_s=temporary_age_s, on_wait=_waiting(console, "check --fix")
     )
     for line in report.fixed:
-        console.print(f"[cyan]fixed[/]: {escape(str(line))}", soft_wrap=True)
+        print_labelled(console, "fixed", "cyan", line)
     table = Table(title=f"dataset {url}")
     table.add_column("table")
     table.add_column("files", justify="right")
@@ -86,9 +86,9 @@ def run_check(
     for key, value in report.facts.items():
         console.print(f"[bold]{escape(key)}[/]: {escape(str(value))}", soft_wrap=True)
     for warning in report.warnings:
-        console.print(f"[yellow]warning[/]: {escape(str(warning))}", soft_wrap=True)
+        print_labelled(console, "warning", "yellow", warning)
     for problem in report.problems:
-        console.print(f"[red]problem[/]: {escape(str(problem))}", soft_wrap=True)
+        print_labelled(console, "problem", "red", problem)
     console.print("[green]OK[/]" if report.ok else f"[red]{len(report.problems)} problem(s)[/]")
     return 0 if report.ok else 1
 
@@ -119,7 +119,7 @@ def run_compact(
         on_wait=_waiting(console, "compact"),
     )
     for note in report.notes:
-        console.print(f"[yellow]note[/]: {escape(str(note))}", soft_wrap=True)
+        print_labelled(console, "note", "yellow", note)
     for result in report.merged:
         where = f"{result.table}/{result.partition}" if result.partition else result.table
         console.print(f"{where}: {result.files_before} files -> 1 ({result.rows:,} rows)")

@@ -32,7 +32,16 @@ def compact_config(row: Mapping[str, Any]) -> str:
 
 def print_error(console: Console, message: str) -> None:
     """Print ``error: message`` on ``console`` (for stderr: ``Console(stderr=True)``)."""
-    console.print(Text.assemble(("error", "red"), ": ", message), soft_wrap=True)
+    print_labelled(console, "error", "red", message)
+
+
+def print_labelled(
+    console: Console, label: str, style: str, message: object, *, soft_wrap: bool = True
+) -> None:
+    """Print ``label: message``, the label in ``style``, the message as text (``str(message)``),
+    never as rich markup: messages hold paths, exception texts and problems, where brackets
+    (``runs[ds]``, ``[/tmp/x]``) are text, which rich would drop or stop on."""
+    console.print(Text.assemble((label, style), ": ", str(message)), soft_wrap=soft_wrap)
 
 
 UNBOUNDED = 100_000

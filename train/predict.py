@@ -33,11 +33,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from rich.console import Console
-from rich.text import Text
 
 from schemas import DatasetError, read_table
 from schemas.argtypes import positive_int
-from schemas.console import print_error
+from schemas.console import print_error, print_labelled
 from schemas.signals import stop_on_termination, stopped
 from train.baselines.analytic import analytic_prior
 from train.candidates import (
@@ -520,7 +519,7 @@ SHOWN_WARNINGS = (UnseenArchWarning, MissingInputsWarning, UnseenIrValuesWarning
 def _show(console: Console, caught: list[warnings.WarningMessage]) -> None:
     for item in caught:
         if issubclass(item.category, SHOWN_WARNINGS):
-            console.print(Text.assemble(("warning", "yellow"), ": ", str(item.message)), soft_wrap=True)
+            print_labelled(console, "warning", "yellow", item.message)
 
 
 if __name__ == "__main__":

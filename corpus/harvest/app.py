@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
@@ -78,6 +77,7 @@ from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
 from corpus.terminal import key_values, print_trimmed
 from schemas.card import write_card
 from schemas.compact import compact
+from schemas.console import print_labelled
 from schemas.enums import DEVICE_INTERPRETER, Timer
 from schemas.errors import DatasetError
 from schemas.machine import machine_label
@@ -444,7 +444,7 @@ def harvesting(
     ``lock_hint``: ends the refusal when an identical harvest holds the plan lock."""
     with harvest_lock(config.out, planned, allow_repeat=config.allow_repeat, hint=lock_hint) as lock_warning:
         if lock_warning:
-            console.print(f"[yellow]warning[/]: {escape(str(lock_warning))}", soft_wrap=True)
+            print_labelled(console, "warning", "yellow", lock_warning)
         pending = None if config.allow_repeat else PendingFinish.of(config.out, plan_lock_name(planned))
         before = pending.writers() if pending else []
         if pending:
@@ -553,8 +553,8 @@ def load_guide(
     model, budget = inputs
     refusal = arch_refusal(model, arch, None if ir_target is None else ir_target_name(ir_target))
     if refusal is not None:
-        message = f": --rank-with {config.rank_with} cannot rank for this device ({refusal}); every config is benchmarked, as without --budget"
-        console.print(Text.assemble(("warning", "yellow"), message), soft_wrap=True)
+        message = f"--rank-with {config.rank_with} cannot rank for this device ({refusal}); every config is benchmarked, as without --budget"
+        print_labelled(console, "warning", "yellow", message)
         return None
     return RunGuide(model, budget, console=console)
 
@@ -598,10 +598,12 @@ def refresh_card(config: HarvestConfig, console: Console) -> None:
     try:
         write_card(config.out, command=config.command or None, accept_loss=False)
     except (DatasetError, OSError) as exc:
-        console.print(
-            f"[yellow]warning[/]: dataset card not written: {escape(str(exc))}. The runs are committed; "
+        print_labelled(
+            console,
+            "warning",
+            "yellow",
+            f"dataset card not written: {exc}. The runs are committed; "
             f"`python -m schemas card {config.out}` writes the card later",
-            soft_wrap=True,
         )
 
 
@@ -618,7 +620,7 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
     try:
         report = compact(out, only=names, on_wait=waiting)
     except DatasetError as exc:  # committed runs are safe; compaction refuses a damaged dataset
-        console.print(f"[yellow]warning[/]: not compacted: {escape(str(exc))}", soft_wrap=True)
+        print_labelled(console, "warning", "yellow", f"not compacted: {exc}")
         return
     merged = sum(result.files_before for result in report.merged)
     if merged:  # one file per partition already: nothing to say

@@ -31,14 +31,13 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
 
 from corpus.guide.candidates import candidate_frames
 from corpus.harvest.compile_worker import CompileOutcome
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.report import BestOfRun
 from corpus.harvest.resume import BUDGET_SKIP
+from schemas.console import print_labelled
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, hedged_order, score_candidates
 from train.guide.encoding import knob_matrix
@@ -211,8 +210,8 @@ class RunGuide:
     def _note(self, message: str) -> None:
         """The one line a kind of :data:`INPUT_WARNINGS` gets when it first happens."""
         if self.console is not None:
-            line = f": model {self.model.name}: {message} (said for the first run only; the summary counts the runs)"
-            self.console.print(Text.assemble(("warning", "yellow"), line), soft_wrap=True)
+            line = f"model {self.model.name}: {message} (said for the first run only; the summary counts the runs)"
+            print_labelled(self.console, "warning", "yellow", line)
 
     def _rank(
         self,
@@ -342,11 +341,10 @@ class RunGuide:
                 f"{len(speedups)} run(s); per run in the table above)"
             )
         for note, runs in stats.notes.most_common():
-            console.print(
-                f"[yellow]warning[/]: the model could not rank {runs} run(s), benchmarked in full: {escape(str(note))}",
-                soft_wrap=True,
+            print_labelled(
+                console, "warning", "yellow", f"the model could not rank {runs} run(s), benchmarked in full: {note}"
             )
         for kind, what in INPUT_WARNINGS.items():
             if runs := stats.warned[kind]:
-                line = f": in {runs} of {stats.runs} guided run(s) {what}; the first run's warning: {stats.first_warning[kind]}"
-                console.print(Text.assemble(("warning", "yellow"), line), soft_wrap=True)
+                line = f"in {runs} of {stats.runs} guided run(s) {what}; the first run's warning: {stats.first_warning[kind]}"
+                print_labelled(console, "warning", "yellow", line)

@@ -11,7 +11,6 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -36,7 +35,7 @@ from corpus.terminal import (
     print_table_or_listing,
     print_trimmed,
 )
-from schemas.console import compact_config
+from schemas.console import compact_config, print_labelled
 from schemas.enums import Status, Timer
 
 FAILED = frozenset(s.value for s in Status) - {Status.OK.value, Status.SKIPPED.value}
@@ -187,7 +186,7 @@ def print_plan(
         ),
     )
     if notice:
-        console.print(f"[yellow]note[/]: {escape(str(notice))}")
+        print_labelled(console, "note", "yellow", notice, soft_wrap=False)
 
 
 LONG_INTERPRETER_CONFIGS = 200
@@ -259,7 +258,7 @@ def print_start(
         ),
     )
     if notice:
-        console.print(f"[yellow]warning[/]: {escape(str(notice))}")
+        print_labelled(console, "warning", "yellow", notice, soft_wrap=False)
 
 
 def shard_text(index: int, count: int, source: str | None = None) -> str | None:
