@@ -188,6 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(default off: OUT/checkpoint holds the first split's seed-0 model)",
     )
     parser.add_argument(
+        "--refit",
+        action="store_true",
+        help="after each seed's models are fitted on its train runs (neural ones early-stopped on "
+        "its val runs), fit them again on train + val (neural ones for the epochs they stopped "
+        "at) and judge and save those on the test runs (with the default fractions, a third more runs to learn from); val "
+        "figures stay the first fit's, and python -m train.replay refuses --partition val "
+        "(default off)",
+    )
+    parser.add_argument(
         "--final-model",
         choices=NEURAL,
         default=None,
@@ -243,6 +252,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ExperimentConfig:
         relative=not args.no_relative,
         cluster_distance=args.cluster_distance,
         final=args.final,
+        refit=args.refit,
         final_model=args.final_model,
         exclude_families=tuple(args.exclude_families),
         train=train,
@@ -370,11 +380,13 @@ def _run(config: ExperimentConfig) -> int:
                 tau = info.get("val_kendall_tau")
                 # the final model trains on every run: no validation runs, no tau to show
                 judged = "" if tau is None or math.isnan(tau) else f" val tau {tau:.3f}"
+                refit = " refit on train + val," if info.get("refit") else ""
                 description = (
-                    f"{info['kind']} seed {info['seed']} {info['model']} epoch "
+                    f"{info['kind']} seed {info['seed']} {info['model']}{refit} epoch "
                     f"{int(info['epoch'])} loss {info['loss']:.3f}{judged}"
                 )
-                progress.update(task, advance=1, description=description)
+                # a refit's epochs are beyond the bar's count (it does not know them ahead)
+                progress.update(task, advance=0 if refit else 1, description=description)
             elif kind == "model" and info["model"] in neural:
                 # Early stopping ends a model before its last epoch: jump to its share's end.
                 kind_index = config.split_kinds.index(info["kind"])

@@ -6,8 +6,10 @@ tabular and graph featurizers on the training runs only (identical-program confi
 :func:`train.tables.collapse_identical`), trains each neural model (early stopping on the
 validation runs) and fits the baselines on the same training runs, then scores every model on
 the training, validation and test runs (:func:`train.metrics.evaluate`; train beside val/test
-shows overfitting). With ``final`` it then trains one model on every run of the dataset
-(:func:`train_final`), the one to ship.
+shows overfitting). With ``refit`` every model is then fitted again on the training and
+validation runs and judged on the test runs (:func:`refit_gnn`, :func:`judge_baselines`). With
+``final`` it then trains one model on every run of the dataset (:func:`train_final`), the one
+to ship.
 
 Outputs in ``out`` (checked before any work; layout: :mod:`train.layout`), built in a hidden
 sibling directory and swapped in whole at the end (:mod:`train.staging`), so an interrupted or
@@ -52,7 +54,7 @@ from train.losses import RANKING_LOSSES
 from train.model import ModelConfig
 from train.report import ModelResult, write_report
 from train.settings import cache_location
-from train.splits import SPLIT_KINDS, assign_splits, split_digest, split_frame
+from train.splits import SPLIT_KINDS, assign_splits, split_digest, split_frame, val_into_train
 from train.staging import out_refusal, recover_stale, staged_out
 from train.tables import collapse_identical, ranked_runs
 
@@ -119,6 +121,11 @@ class ExperimentConfig:
     exclude_families: tuple[str, ...] = ()
     """Families left out of everything (evaluation and final model): to check a shipped model
     on kernels it has never seen."""
+    refit: bool = False
+    """After each seed's models are fitted on its train runs (neural ones early-stopped on its
+    val runs), fit them again on train + val (neural ones for the epoch count they stopped
+    at) and judge and save those on the test runs (:func:`refit_parts`). Train and val
+    figures stay those of the first fit, which never saw the val runs."""
     train: TrainConfig = field(default_factory=TrainConfig)
 
     @property
@@ -436,6 +443,63 @@ def split_facts(config: ExperimentConfig, kind: str, seed: int) -> dict[str, Any
     }
 
 
+def refit_parts(parts: Mapping[str, pl.DataFrame], *, collapse: bool) -> dict[str, pl.DataFrame]:
+    """The partitions of a seed's refit (``--refit``): its train and val runs to fit on (one
+    config per distinct program when ``collapse``), its test runs to judge; no val runs, so
+    neural models train a fixed epoch count and keep the last."""
+    rows = pl.concat([parts["train"], parts["val"]], how="vertical_relaxed")
+    return {"train": collapse_identical(rows) if collapse else rows, "test": parts["test"]}
+
+
+def refit_gnn(
+    config: ExperimentConfig,
+    seed: int,
+    parts: Mapping[str, pl.DataFrame],
+    loaded: LoadedDataset,
+    first: Checkpoint,
+    on_epoch: Callable[[dict[str, float]], None] | None = None,
+    *,
+    name: str,
+    kind: str,
+) -> tuple[Checkpoint, dict[str, GraphSamples]]:
+    """``--refit``: the neural model ``name`` trained again on the seed's train + val runs for
+    the epoch its first fit (``first``, early-stopped on the val runs) kept. Its checkpoint
+    records the first fit's epoch choice and ``refit`` (epochs, runs trained on)."""
+    epochs = int(first.extra["best_epoch"])
+    again = replace(config, train=replace(config.train, epochs=epochs))
+    refit = refit_parts(parts, collapse=config.collapse)
+    checkpoint, samples = run_gnn(again, seed, refit, None, loaded, on_epoch, name=name, kind=kind)
+    checkpoint.extra.update(
+        {
+            "best_epoch": epochs,
+            "selection": first.extra["selection"],
+            "best_value": first.extra["best_value"],
+            "first_fit_history": first.extra["history"],
+            "notice": first.extra["notice"],
+            "refit": {"epochs": epochs, "train_runs": refit["train"]["run_id"].n_unique()},
+        }
+    )
+    return checkpoint, samples
+
+
+def judge_baselines(
+    config: ExperimentConfig,
+    names: Sequence[str],
+    samples: pl.DataFrame,
+    splits: pl.DataFrame,
+    seed: int,
+    kind: str,
+) -> list[ModelResult]:
+    """The baselines ``names`` of one seed fitted and judged on every partition; with
+    ``--refit`` (and val runs) judged on train and val as fitted on the train runs, and on
+    test as fitted again on train + val, as the neural models are."""
+    fit = {"seed": seed, "split_kind": kind, "collapse": config.collapse, "relative": config.relative}
+    if not config.refit or split_frame(samples, splits, "val").is_empty():
+        return evaluate_baselines(names, samples, splits, partitions=PARTITIONS, **fit)
+    first = evaluate_baselines(names, samples, splits, partitions=("train", "val"), **fit)
+    return first + evaluate_baselines(names, samples, val_into_train(splits), partitions=("test",), **fit)
+
+
 def _cluster_meta(
     config: ExperimentConfig, loaded: LoadedDataset
 ) -> tuple[dict[str, frozenset[str]], dict[str, str] | None]:
@@ -565,6 +629,25 @@ def _run_into(
                     prepared=prepared,
                     kind=kind,
                 )
+                if config.refit and not parts["val"].is_empty():
+                    # the first fit is judged on what it never trained on: train and val
+                    results += _judge(
+                        name, kind, seed, parts, checkpoint,
+                        {p: s for p, s in neural_samples.items() if p != "test"},
+                    )  # fmt: skip
+                    checkpoint, neural_samples = refit_gnn(
+                        config,
+                        seed,
+                        parts,
+                        loaded,
+                        checkpoint,
+                        lambda row, s=seed, n=name, k=kind: emit(
+                            "epoch", {"kind": k, "seed": s, "model": n, "refit": True, **row}
+                        ),
+                        name=name,
+                        kind=kind,
+                    )
+                    neural_samples = {"test": neural_samples["test"]} if "test" in neural_samples else {}
                 # The split it was trained on, checked wherever splits.parquet is read back
                 # for it (train.layout.find_splits_file): an edited file or another run's would
                 # have a replay judge it on runs it trained on.
@@ -582,16 +665,7 @@ def _run_into(
                     first_checkpoint = checkpoint
                 emit("model", {"kind": kind, "seed": seed, "model": name})
             if baselines and _is_main():
-                results += evaluate_baselines(
-                    baselines,
-                    samples,
-                    splits,
-                    seed=seed,
-                    split_kind=kind,
-                    partitions=PARTITIONS,
-                    collapse=config.collapse,
-                    relative=config.relative,
-                )
+                results += judge_baselines(config, baselines, samples, splits, seed, kind)
                 for name in baselines:
                     emit("model", {"kind": kind, "seed": seed, "model": name})
     final = None
@@ -619,6 +693,7 @@ def _run_into(
             "prior": config.prior,
             "collapse_identical": config.collapse,
             "run_relative_features": config.relative,
+            "refit": config.refit,
             "threads": threads or torch.get_num_threads(),
             "held_out_nearest_jaccard_median": {
                 kind: _median([v for v in values if v is not None])

@@ -320,6 +320,8 @@ def _training_fact(meta: Mapping[str, Any]) -> str | None:
     if "epochs" not in meta:
         return None
     parts = [f"up to {meta['epochs']} epochs, early-stopped on the val runs' tau"]
+    if meta.get("refit"):
+        parts.append("test figures of models fitted again on train + val runs (--refit)")
     if meta.get("loss"):
         parts.append(f"{meta['loss']} ranking loss")
     if meta.get("prior"):
@@ -353,6 +355,7 @@ CONSUMED = frozenset(
         "level",
         "collapse_identical",
         "run_relative_features",
+        "refit",
         "threads",
         "held_out_nearest_jaccard_median",
         "clusters",

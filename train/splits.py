@@ -124,6 +124,13 @@ def split_frame(frame: pl.DataFrame, splits: pl.DataFrame, partition: str) -> pl
     return frame.join(chosen, on="run_id", how="semi", maintain_order="left")
 
 
+def val_into_train(splits: pl.DataFrame) -> pl.DataFrame:
+    """``splits`` with its val runs moved into train: the runs a ``--refit`` model (see
+    :class:`train.experiment.ExperimentConfig`) was fitted on, its test runs unchanged."""
+    moved = pl.when(pl.col("split") == "val").then(pl.lit("train")).otherwise(pl.col("split"))
+    return splits.with_columns(moved.cast(splits.schema["split"]).alias("split"))
+
+
 def split_digest(splits: pl.DataFrame) -> str:
     """Hex SHA-256 of a split's (run_id, split) pairs, in any row order: what a checkpoint
     records (``extra.split_digest``) so that the runs a replay takes for its training and

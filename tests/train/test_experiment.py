@@ -335,3 +335,41 @@ def test_a_splits_file_that_is_not_the_checkpoints_split_is_refused(harvested, t
     for checkpoint in (seed_dir, out / "checkpoint"):
         with pytest.raises(ValueError, match=r"splits.parquet: its family split of seed 0 is not the one"):
             find_splits_file(checkpoint)
+
+
+def test_refit_fits_every_model_again_on_train_and_val_and_judges_it_on_test(tmp_path, capsys):
+    """--refit: the seed's models are fitted on its train runs (the neural one early-stopped on
+    its val runs), judged on train and val, then fitted again on train + val and judged on
+    test; the saved checkpoint is the refit one and says so."""
+    from train.baselines.compare import evaluate_baselines
+    from train.splits import val_into_train
+
+    data = write_dataset(str(tmp_path / "data"), n_families=5).root
+    out = tmp_path / "out"
+    argv = ["--data", data, "--out", str(out), "--seeds", "1", "--epochs", "3", "--models",
+            "mlp,tabular", "--refit", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    assert main(argv) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "models fitted again on train + val runs (--refit)" in printed  # a training fact
+    splits = pl.read_parquet(out / "splits.parquet").filter(pl.col("kind") == "family")
+    samples = load_dataset(data, cache_dir=tmp_path / "c").samples
+    fitted = val_into_train(splits.select("run_id", "split"))
+    fitted_families = sorted(split_frame(samples, fitted, "train")["family"].unique())
+    assert len(fitted_families) > len(split_frame(samples, splits, "train")["family"].unique())
+    (checkpoint,) = seed_checkpoints(out)
+    meta = json.loads((checkpoint.path / "checkpoint.json").read_text())
+    assert meta["seen"]["families"] == fitted_families  # the val families were trained on
+    refit = meta["extra"]["refit"]
+    assert refit["epochs"] == meta["extra"]["best_epoch"] >= 1
+    assert refit["train_runs"] == split_frame(samples, fitted, "train")["run_id"].n_unique()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["meta"]["refit"] is True
+    got = {(r["model"], r["partition"]) for r in metrics["results"]}
+    assert got == {(m, p) for m in ("mlp", "tabular") for p in ("train", "val", "test")}
+    # LightGBM's test figure is that of its fit on train + val, its val figure its fit on train
+    tabular = {r["partition"]: r["metrics"] for r in metrics["results"] if r["model"] == "tabular"}
+    options = {"seed": 0, "split_kind": "family", "collapse": True}
+    (refit_test,) = evaluate_baselines(["tabular"], samples, fitted, partitions=("test",), **options)
+    (first_val,) = evaluate_baselines(["tabular"], samples, splits, partitions=("val",), **options)
+    assert tabular["test"]["kendall_tau"] == refit_test.metrics["kendall_tau"]
+    assert tabular["val"]["kendall_tau"] == first_val.metrics["kendall_tau"]

@@ -56,7 +56,7 @@ from train.replay.strategies import (
     replay_run,
     run_inputs,
 )
-from train.splits import assign_splits, split_frame
+from train.splits import assign_splits, split_frame, val_into_train
 from train.tables import HARVEST_MODES, load_samples, ranked_runs
 
 HELD_OUT = "test"
@@ -111,6 +111,13 @@ def check_config(config: ReplayConfig) -> None:
             f"every run (no split), so it has no {config.partition} runs; replay it without "
             "--partition"
         )
+    if config.partition == "val":
+        refit = [path for path in selection.paths if read_meta(path / META).get("extra", {}).get("refit")]
+        if refit:  # trained on those runs: a replay of them would judge the model on its own training
+            raise ValueError(
+                f"--partition val: {refit[0]} was refit on its val runs (python -m train --refit); "
+                "replay its test runs (no --partition), or train without --refit to replay val"
+            )
     unknown = [s for s in config.strategies if s not in KNOWN]
     if unknown:
         raise ValueError(
@@ -385,7 +392,7 @@ def partitions(
                 f"are in none of its partitions in {find_splits_file(seed_model.path)} (not in the data "
                 "the model was trained with): left out"
             )
-        return split_frame(samples, splits, "train"), split_frame(samples, splits, config.partition), note
+        return _training_rows(samples, splits, seed_model), split_frame(samples, splits, config.partition), note
     splits = redraw_split(config, samples, seed_model, level)
     held = split_frame(samples, splits, config.partition)
     stored = find_splits_file(seed_model.path)
@@ -400,7 +407,14 @@ def partitions(
     if seed_model.split in FAMILY_KINDS and seen_held:  # they would pass for unseen kernels
         held = held.filter(~pl.col("family").is_in(seen_held))
         note += f"; its held-out runs of families the model trained on are left out ({', '.join(seen_held)})"
-    return split_frame(samples, splits, "train"), held, note
+    return _training_rows(samples, splits, seed_model), held, note
+
+
+def _training_rows(samples: pl.DataFrame, splits: pl.DataFrame, seed_model: SeedModel) -> pl.DataFrame:
+    """The rows the seed's model was fitted on, which the learning baselines are fitted on too:
+    its train runs, with its val runs for a ``--refit`` checkpoint."""
+    fitted = val_into_train(splits) if seed_model.extra.get("refit") else splits
+    return split_frame(samples, fitted, "train")
 
 
 FAMILY_KINDS = ("family", "cluster")
@@ -611,6 +625,7 @@ def run_replay(
         "data": config.data,
         "model": selection.name,
         "checkpoints": [m.model.name for m in models],
+        "refit": any(bool(m.extra.get("refit")) for m in models),
         "split": selection.kind or "none (every run held out)",
         "seeds": [m.seed for m in models],
         "runs": len(runs),

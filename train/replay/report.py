@@ -229,7 +229,9 @@ def render(
     parts = [
         "# Tuning replay",
         "",
-        f"data `{meta.get('data')}`, model `{meta.get('model')}`, split `{meta.get('split')}`, "
+        f"data `{meta.get('data')}`, model `{meta.get('model')}`"
+        + (" (refit on train + val runs)" if meta.get("refit") else "")
+        + f", split `{meta.get('split')}`, "
         f"seeds {', '.join(map(str, seeds))} ({which}{meta.get('runs')} held-out "
         f"{'val ' if meta.get('partition') == 'val' else ''}runs over all seeds, "
         f"{meta.get('configs')} configs)"

@@ -500,3 +500,28 @@ def test_default_out_keeps_the_partitions_and_the_remeasured_reports_apart(tmp_p
         default_out(tmp_path, selection, "val", remeasured="rep20"),
     }
     assert {p.name for p in outs} == {"gnn-cluster", "gnn-cluster-val", "gnn-cluster-remeasured", "gnn-cluster-val-remeasured"}
+
+
+def test_a_refit_model_replays_its_test_runs_with_baselines_fitted_as_it_was(harvested, tmp_path, capsys):
+    """A --refit checkpoint trained on its val runs: its replay fits LightGBM on train + val
+    like the model, says it was refit, and --partition val (its own training runs) is refused."""
+    from train.replay.app import ReplayConfig, partitions, seed_models, select_checkpoints
+
+    trained = tmp_path / "refit"
+    argv = ["--data", harvested, "--out", str(trained), "--epochs", "2", "--seeds", "1",
+            "--models", "gnn", "--refit", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert train_main(argv) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data", harvested, "--model", str(trained), "--partition", "val"])
+    assert exit_.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--partition val:" in err and "was refit on its val runs (python -m train --refit)" in err
+    config = ReplayConfig(data=harvested, model=str(trained))
+    (seed_model,) = seed_models(select_checkpoints(trained, None, None))
+    samples = load_samples(harvested)
+    fitted, held, _ = partitions(config, samples, seed_model, "ttgir")
+    assert set(fitted["run_id"]) == _test_runs(trained, "family", 0, "train") | _test_runs(trained, "family", 0, "val")
+    assert set(held["run_id"]) == _test_runs(trained, "family", 0)
+    assert main(["--data", harvested, "--model", str(trained), "--strategies", "tabular,model"]) == 0
+    assert "model `gnn` (refit on train + val runs)" in (trained / "replay" / "gnn-family" / "replay.md").read_text()
