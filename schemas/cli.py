@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import ParamSpec
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from schemas.card import CARD_JSON, CARD_MARKDOWN, write_card
 from schemas.check import check_dataset
 from schemas.compact import compact, require_dataset
-from schemas.console import print_error, print_labelled
+from schemas.console import fill_markup, print_error, print_labelled
 from schemas.doc import render_schema_doc
 from schemas.errors import DatasetError
 from schemas.scrub import scrub_dataset
@@ -76,7 +75,7 @@ def run_check(
     )
     for line in report.fixed:
         print_labelled(console, "fixed", "cyan", line)
-    table = Table(title=f"dataset {url}")
+    table = Table(title=fill_markup("dataset {url}", url=url))  # a path: "runs[x]" is text
     table.add_column("table")
     table.add_column("files", justify="right")
     table.add_column("rows", justify="right")
@@ -84,7 +83,7 @@ def run_check(
         table.add_row(name, str(report.files.get(name, "?")), f"{rows:,}")
     console.print(table)
     for key, value in report.facts.items():
-        console.print(f"[bold]{escape(key)}[/]: {escape(str(value))}", soft_wrap=True)
+        console.print(fill_markup("[bold]{key}[/]: {value}", key=key, value=value), soft_wrap=True)
     for warning in report.warnings:
         print_labelled(console, "warning", "yellow", warning)
     for problem in report.problems:
@@ -98,6 +97,7 @@ def _waiting(console: Console, command: str) -> Callable[[str], None]:
         f"{command}: waiting for the dataset's maintenance lock, held by {holder or 'another process'}",
         soft_wrap=True,
         highlight=False,
+        markup=False,  # the holder names a host and a command line: text
     )
 
 
@@ -122,7 +122,7 @@ def run_compact(
         print_labelled(console, "note", "yellow", note)
     for result in report.merged:
         where = f"{result.table}/{result.partition}" if result.partition else result.table
-        console.print(f"{where}: {result.files_before} files -> 1 ({result.rows:,} rows)")
+        console.print(f"{where}: {result.files_before} files -> 1 ({result.rows:,} rows)", markup=False)
     if report.removed_temporaries:
         console.print(f"removed {report.removed_temporaries} stale write temporaries")
     if not report.merged:
@@ -138,13 +138,13 @@ def run_doc(out: Path, check_only: bool, console: Console | None = None) -> int:
     if check_only:
         current = out.read_text() if out.exists() else ""
         if current != text:
-            console.print(f"[red]{escape(str(out))} is stale[/]: run `python -m schemas doc`")
+            console.print(fill_markup("[red]{out} is stale[/]: run `python -m schemas doc`", out=out))
             return 1
-        console.print(f"{out} is current")
+        console.print(f"{out} is current", markup=False)  # paths: text
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    console.print(f"wrote {out}")
+    console.print(f"wrote {out}", markup=False)
     return 0
 
 
@@ -179,5 +179,5 @@ def run_card(
     or they cannot be written."""
     console = console or Console()
     write_card(url, title=title, license=license, force=force)
-    console.print(f"wrote {url.rstrip('/')}/{CARD_MARKDOWN} and {CARD_JSON}")
+    console.print(f"wrote {url.rstrip('/')}/{CARD_MARKDOWN} and {CARD_JSON}", markup=False)
     return 0

@@ -6,6 +6,11 @@
   wrapped. The message is printed as text, not as rich markup: it often holds a path, a
   module's own message or a value the user typed, where brackets (``data[/x]``, ``[bold]``)
   are not markup (rich would drop them, or stop with a MarkupError traceback).
+- :func:`fill_markup`: a line whose literal parts are rich markup (``[bold]...[/]``) and whose
+  fields are values from outside the code (paths, names from data, exception texts, what the
+  user typed), shown as they are: brackets in them are text, not style tags. Every line that
+  interpolates such a value into markup goes through it.
+- :func:`plain_text`: a table cell, title or key as text, never markup.
 - :func:`compact_config`: a config as the harvest summary and ``train.predict`` show it.
 - Tables that fit the console (:func:`natural_width`, :func:`fits`, :func:`key_values`) and
   lines that end without trailing blanks (:func:`print_trimmed`; rich pads every cell, and a
@@ -14,7 +19,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+from string import Formatter
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -44,6 +51,53 @@ def print_labelled(
     console.print(Text.assemble((label, style), ": ", str(message)), soft_wrap=soft_wrap)
 
 
+_TAG_AT = re.compile(r"\[[a-z#/@][^[]*?]")
+"""What rich reads as a style tag where it starts (``rich.markup.RE_TAGS``)."""
+_BRACKET = re.compile(r"\\*\[")
+
+
+def fill_markup(template: str, /, **values: object) -> str:
+    """``template`` (rich markup written in the code) with its ``{name}`` / ``{name:spec}``
+    fields filled from ``values`` as text: ``fill_markup("[bold]wrote[/] {out}", out="runs[x]")``
+    prints ``wrote runs[x]``, ``[x]`` kept rather than read as a style (and ``[/x]`` printed
+    rather than stopping rich with a MarkupError). A value without a ``[`` is inserted
+    unchanged, so the line is the f-string's.
+
+    Each ``[`` of a value, and the backslashes before it, are escaped as rich reads them where
+    they end up (``rich.markup.escape`` per value gets ``\\[1]`` and a value ending in ``\\``
+    before a tag wrong: rich drops a backslash before any ``[``, and halves those before a tag)."""
+    formatter = Formatter()
+    text, from_value = "", []  # from_value[i]: whether text[i] came from a value
+    for literal, field, spec, conversion in formatter.parse(template):
+        text += literal
+        from_value += [False] * len(literal)
+        if field is not None:
+            value = formatter.convert_field(formatter.get_field(field, (), values)[0], conversion)
+            filled = format(value, formatter.vformat(spec or "", (), values))
+            text += filled
+            from_value += [True] * len(filled)
+    pieces, done = [], 0
+    for match in _BRACKET.finditer(text):
+        bracket = match.end() - 1
+        slashes = sum(from_value[match.start() : bracket])  # the value's backslashes before it
+        tag = _TAG_AT.match(text, bracket) is not None
+        if from_value[bracket]:  # rich must print "[" and the backslashes before it
+            extra = slashes + 1 if tag else min(slashes, 1)
+        elif slashes:  # code's "[" after a value's backslashes: keep them, and the tag
+            extra = slashes if tag else int(slashes == bracket - match.start())
+        else:
+            continue
+        pieces += [text[done:bracket], "\\" * extra]
+        done = bracket
+    return "".join(pieces) + text[done:]
+
+
+def plain_text(cell: RenderableType) -> RenderableType:
+    """A ``str`` as :class:`rich.text.Text` (shown as it is, brackets and all), anything else
+    unchanged: for table cells and keys that hold names from data or paths."""
+    return Text(cell) if isinstance(cell, str) else cell
+
+
 UNBOUNDED = 100_000
 """A width no line reaches: what a renderable's natural (unfolded) width is measured against."""
 
@@ -68,12 +122,8 @@ def key_values(rows: Iterable[tuple[str, RenderableType]]) -> Table:
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for key, value in rows:
-        grid.add_row(_plain(key), _plain(value))
+        grid.add_row(plain_text(key), plain_text(value))
     return grid
-
-
-def _plain(cell: RenderableType) -> RenderableType:
-    return Text(cell) if isinstance(cell, str) else cell
 
 
 def _rstrip(line: list[Segment]) -> list[Segment]:

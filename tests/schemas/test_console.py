@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from schemas.__main__ import main
-from schemas.console import print_error
+from schemas.console import fill_markup, plain_text, print_error
 
 
 def test_the_message_is_text_not_markup() -> None:
@@ -45,3 +45,55 @@ def test_key_values_show_brackets_in_values_as_they_are():
     console.print(key_values([("dataset", "/tmp/runs[ds]/copy"), ("[bold]key[/]", "x")]))
     printed = console.file.getvalue()
     assert "/tmp/runs[ds]/copy" in printed and "[bold]key[/]" in printed
+
+
+# Values from outside the code: tags rich would apply ("[x]", "[bold]"), a closing tag it stops
+# on ("[/x]"), a bracket that is no tag, backslashes before brackets and at the end (rich drops
+# one before any "[" and halves those before a tag).
+ODD_VALUES = ("runs[x]/out", "a[/x]", "[bold]b", "[1, 2]", "a\\[1]", "\\[y]", "dir\\", "x[", "plain")
+
+
+def _plain(markup: str) -> str:
+    """What rich prints of ``markup``, without styles."""
+    console = Console(file=io.StringIO(), width=400, color_system=None)
+    console.print(markup, soft_wrap=True)
+    return console.file.getvalue().rstrip("\n")
+
+
+@pytest.mark.parametrize("value", ODD_VALUES)
+@pytest.mark.parametrize("template", ["{v}", "[bold]{v}[/]: done", "--out {v}[red] x[/]", "{v}{v}", "{v}bold] y"])
+def test_fill_markup_prints_values_as_they_are_and_the_templates_markup_as_markup(template, value):
+    expected = template.replace("[bold]", "").replace("[red]", "").replace("[/]", "").replace("{v}", value)
+    assert _plain(fill_markup(template, v=value)) == expected
+
+
+def test_fill_markup_styles_the_template_and_formats_fields_as_an_f_string_would():
+    console = Console(file=io.StringIO(), width=200, force_terminal=True, color_system="standard")
+    line = fill_markup("[bold]{what}[/] {n:,} in {s:.1f} s", what="a[x]", n=12345, s=2.25)
+    console.print(line, highlight=False)
+    assert console.file.getvalue() == "\x1b[1ma[x]\x1b[0m 12,345 in 2.2 s\n"
+    # without brackets the line is the f-string's, byte for byte
+    assert fill_markup("[bold]wrote[/] {out} ({n})", out="/tmp/d", n=3) == "[bold]wrote[/] /tmp/d (3)"
+
+
+def test_plain_text_cells_keep_brackets_in_a_table():
+    from rich.table import Table
+
+    table = Table()
+    table.add_column(plain_text("model [x]"))
+    table.add_row(plain_text("gnn[/b]"))
+    console = Console(file=io.StringIO(), width=80)
+    console.print(table)
+    assert "model [x]" in console.file.getvalue() and "gnn[/b]" in console.file.getvalue()
+
+
+def test_doc_check_names_a_bracketed_out_as_it_is(tmp_path: Path) -> None:
+    from schemas.cli import run_doc
+
+    out = tmp_path / "docs[x][/b]" / "SCHEMA.md"
+    console = Console(file=io.StringIO(), width=400)
+    assert run_doc(out, check_only=True, console=console) == 1
+    assert f"{out} is stale: run" in console.file.getvalue()
+    assert run_doc(out, check_only=False, console=console) == 0
+    assert run_doc(out, check_only=True, console=console) == 0
+    assert console.file.getvalue().splitlines()[-2:] == [f"wrote {out}", f"{out} is current"]
