@@ -18,12 +18,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schemas import DatasetError
 from schemas.argtypes import non_empty_csv, number, positive_float, positive_int
-from schemas.console import print_error
+from schemas.console import fill_markup, print_error
 from schemas.signals import stop_on_termination, stopped
 from train.clusters import DEFAULT_DISTANCE
 from train.experiment import (
@@ -324,9 +323,13 @@ def _run(config: ExperimentConfig) -> int:
     replays = replays_in(config.out)
     if replays:  # deleted with the old output once this run is swapped in: say so while it can be saved
         console.print(
-            f"[bold yellow]note:[/] --out {escape(config.out)} holds python -m train.replay results "
-            f"({escape(', '.join(replays))}) that judged the models this run replaces: they are deleted "
-            "when it finishes; copy them elsewhere now to keep them",
+            fill_markup(
+                "[bold yellow]note:[/] --out {out} holds python -m train.replay results ({replays}) "
+                "that judged the models this run replaces: they are deleted when it finishes; copy "
+                "them elsewhere now to keep them",
+                out=config.out,
+                replays=", ".join(replays),
+            ),
             highlight=False,
             soft_wrap=True,
         )
@@ -341,7 +344,7 @@ def _run(config: ExperimentConfig) -> int:
     models_done = 0
     begin = time.monotonic()
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # model names: text
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -370,7 +373,7 @@ def _run(config: ExperimentConfig) -> int:
                     f"{info['runs']} rankable runs from {source}"
                 )
             elif kind == "notice":
-                console.print(f"[bold yellow]note:[/] {escape(info['text'])}")
+                console.print(fill_markup("[bold yellow]note:[/] {text}", text=info["text"]))
             elif kind == "final":
                 console.print(
                     f"final model: {info['model']} ({info['reason']}), {info['epochs']} epochs "

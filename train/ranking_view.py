@@ -16,7 +16,7 @@ from rich.constrain import Constrain
 from rich.table import Table
 from rich.text import Text
 
-from schemas.console import compact_config, key_values, print_trimmed
+from schemas.console import compact_config, key_values, plain_text, print_trimmed
 
 MEANINGS = (
     ("rank", "the order to try the configs in (1 first), by the model's ranking score"),
@@ -85,7 +85,8 @@ def ranking_table(ranking: pl.DataFrame, top: int) -> Table:
         if row["run_id"] != current:
             current = row["run_id"]
             table.add_row("", Text(run_label(row), style="bold"))
-        cells = [str(row["rank"]), config_label(row), _ms(row["predicted_ms"])]
+        # a config_id from the data (a compile directory's name) is text
+        cells = [str(row["rank"]), plain_text(config_label(row)), _ms(row["predicted_ms"])]
         if p_valid:
             cells.append("–" if row["p_valid"] is None else f"{row['p_valid']:.2f}")
         if measured:

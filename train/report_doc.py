@@ -28,7 +28,7 @@ from rich.constrain import Constrain
 from rich.table import Table
 from rich.text import Text
 
-from schemas.console import fits, key_values, print_trimmed
+from schemas.console import fits, key_values, plain_text, print_trimmed
 from train.plots import PLOT_FILES, plot_partition, seed_range
 from train.stats import LEVEL
 
@@ -591,10 +591,10 @@ def rich_table(grid: Grid) -> Table:
         header_style="bold",
     )
     for i, column in enumerate(grid.columns):
-        table.add_column(column, justify="left" if i < grid.left else "right", overflow="fold",
+        table.add_column(plain_text(column), justify="left" if i < grid.left else "right", overflow="fold",
                          no_wrap=i < grid.left)  # fmt: skip
-    for row in grid.rows:
-        table.add_row(*row)
+    for row in grid.rows:  # cells and headers are text: model names, compare's labels
+        table.add_row(*map(plain_text, row))
     return table
 
 

@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             harvest_twice(command, read_settings(), console)
         else:
             for line in describe(reproducibility(command.a, command.b)):
-                console.print(line)
+                console.print(line, markup=False)  # run labels: text
     except (DatasetError, LoadHarvestFailed) as exc:
         print_error(console, str(exc))  # not markup: a path may hold [brackets]
         return 2

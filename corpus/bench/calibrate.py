@@ -204,7 +204,7 @@ def calibrate(config: CalibrateConfig, settings: Settings, console: Console) -> 
     )
     path = Path(config.out) if config.out else CALIBRATION_MODULE
     path.write_text(calibration_source(costs))
-    console.print(f"wrote {path}")
+    console.print(f"wrote {path}", markup=False)
     return costs
 
 

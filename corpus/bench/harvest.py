@@ -298,7 +298,8 @@ def bench_harvest(config: HarvestBenchConfig, settings: Settings, console: Conso
     fresh = replace(settings, triton_cache_dir=None)
     console.print(
         f"workload: families {', '.join(config.families)}, tiny scale, float32, {config.max_configs} configs/run, "
-        f"interpreter, {config.rounds} round(s); {os.cpu_count()} cores, {load_text()}"
+        f"interpreter, {config.rounds} round(s); {os.cpu_count()} cores, {load_text()}",
+        markup=False,  # families as typed: text
     )
     if config.timing_only:
         bench_timing(config, base, fresh, root, console)

@@ -137,7 +137,8 @@ def harvest_twice(
         f"plan: {', '.join(config.families)}; tiny; {', '.join(config.dtypes)}; {config.max_configs} configs/run; "
         f"timer {config.timer}, {'interleaved' if config.interleave else 'sequential'} timing, "
         f"identical binaries {'timed once' if config.dedupe else 'timed separately'}; "
-        f"load: {'a third harvest beside them' if config.with_load else 'none added'} -> {root}"
+        f"load: {'a third harvest beside them' if config.with_load else 'none added'} -> {root}",
+        markup=False,  # families and a path: text
     )
     for name in ("a", "b"):
         start = time.perf_counter()
@@ -156,5 +157,5 @@ def harvest_twice(
             console.print(f"harvest {name}: {time.perf_counter() - start:.0f} s")
     result = reproducibility(str(root / "a"), str(root / "b"))
     for line in describe(result):
-        console.print(line)
+        console.print(line, markup=False)  # run labels: text
     return result

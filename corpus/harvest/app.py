@@ -499,7 +499,8 @@ def finish_nothing_to_do(
     else:
         how = "--no-resume measures them again"
     console.print(
-        f"nothing to do: every planned run ({len(planned):,}) is already committed in {config.out}; {how}"
+        f"nothing to do: every planned run ({len(planned):,}) is already committed in {config.out}; {how}",
+        markup=False,  # a path: "runs[x]" is text
     )
 
 
@@ -616,6 +617,7 @@ def compact_own_files(out: str, written: list[str], console: Console) -> None:
     waiting = lambda holder: console.print(  # noqa: E731
         f"compaction waits for the dataset's maintenance lock, held by {holder or 'another process'}",
         soft_wrap=True,
+        markup=False,  # the holder names a host and a command line: text
     )
     try:
         report = compact(out, only=names, on_wait=waiting)

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from corpus.destination import check_out, probe_out
@@ -74,7 +73,7 @@ from corpus.harvest.runner import (
 from corpus.harvest.scratch import scratch_directory
 from corpus.harvest.settings import read_settings, triton_cache_dir, worker_environments
 from corpus.suite.spec import KernelSpec
-from schemas.console import key_values, print_trimmed
+from schemas.console import fill_markup, key_values, plain_text, print_trimmed
 from schemas.enums import DEVICE_INTERPRETER, Status
 from schemas.writer import new_writer_id
 
@@ -551,7 +550,8 @@ def _harvest(
         print_plan(console, planned, committed, first.facts, first.execution, budget=budget)
         return HarvestOutcome(planned, len(planned) - len(resumed.todo), None)
     console.print(
-        f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}"
+        f"harvest on Ray: {resumed.describe()}; {len(actors)} lane(s) on {len({lane.node for lane in lanes})} node(s), device {first.model}, out {config.out}",
+        markup=False,  # device and path are text: "runs[x]" kept
     )
     if guide is not None and resumed.todo:  # as a local harvest's start lines: before the work
         print_trimmed(console, key_values([("budget", guide.plan_text([valid_configs(run) for run in resumed.todo]))]))
@@ -664,7 +664,7 @@ def feed_runs(feed: Feed, actors: list[Any], console: Console) -> None:
 def _requeue(feed: Feed, run: PlannedRun, index: int, console: Console) -> None:
     feed.lost += 1
     feed.attempts[run.run_id] += 1
-    console.print(f"[yellow]lane {index} lost[/] during {escape(str(run.label))}; the run is handed out again")
+    console.print(fill_markup("[yellow]lane {index} lost[/] during {run}; the run is handed out again", index=index, run=run.label))
     if feed.attempts[run.run_id] >= MAX_ATTEMPTS:
         feed.given_up.append(run)
     else:
@@ -702,7 +702,7 @@ def print_nodes(console: Console, feed: Feed, elapsed_s: float) -> None:
     for node, dones in sorted(by_node.items()):
         configs = sum(d.configs for d in dones)
         table.add_row(
-            node,
+            plain_text(node),  # a host name from Ray
             str(len(dones)),
             str(configs),
             f"{sum(d.seconds for d in dones):.1f}",

@@ -320,14 +320,16 @@ class RunGuide:
         if not stats.compiled:
             console.print(
                 f"guided by model {self.model.name} (--budget {self.budget.text}): no config "
-                f"compiled in {stats.runs} run(s), nothing to rank"
+                f"compiled in {stats.runs} run(s), nothing to rank",
+                markup=False,  # a checkpoint's name and the --budget typed: text
             )
             return
         share = stats.benchmarked / stats.compiled
         console.print(
             f"guided by model {self.model.name} (--budget {self.budget.text}): benchmarked "
             f"{stats.benchmarked} of {stats.compiled} compiled config(s) ({share:.0%}) in "
-            f"{stats.runs} run(s); an exhaustive harvest benchmarks all {stats.compiled}"
+            f"{stats.runs} run(s); an exhaustive harvest benchmarks all {stats.compiled}",
+            markup=False,
         )
         speedups = [
             row.default_ms / row.best_ms

@@ -35,7 +35,7 @@ from corpus.terminal import (
     print_table_or_listing,
     print_trimmed,
 )
-from schemas.console import compact_config, print_labelled
+from schemas.console import compact_config, fill_markup, plain_text, print_labelled
 from schemas.enums import Status, Timer
 
 FAILED = frozenset(s.value for s in Status) - {Status.OK.value, Status.SKIPPED.value}
@@ -90,7 +90,7 @@ class HarvestProgress:
             TextColumn("{task.description:<8}"),
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+            TextColumn("{task.fields[detail]}", markup=False, table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
@@ -163,8 +163,11 @@ def print_plan(
     for column in ("family", "shape", "dtype", "configs", "skipped", "state", "run_id"):
         table.add_column(column, justify="right" if column in ("configs", "skipped") else "left", no_wrap=True)
     for run, row in zip(sorted(runs, key=lambda r: r.family), rows):
-        table.add_row(run.family, run.shape_name, run.dtype, *row.cells, row.tail)
-    console.print(f"[bold]planned runs[/] on {facts.device_name} ({facts.arch}), IR target {execution.target}")
+        table.add_row(*map(plain_text, (run.family, run.shape_name, run.dtype, *row.cells, row.tail)))
+    console.print(fill_markup(
+        "[bold]planned runs[/] on {device} ({arch}), IR target {target}",
+        device=facts.device_name, arch=facts.arch, target=execution.target,
+    ))  # fmt: skip
     print_table_or_listing(
         console, table, lambda: grouped_listing(rows, ("configs", "skipped", "state"), "run_id", console.width)
     )
@@ -391,7 +394,7 @@ def best_configs_table(rows: list[BestOfRun], with_dtype: bool) -> Table:
     table.add_column("best config", no_wrap=True)
     for row in rows:
         run = (row.family, row.shape, row.dtype) if with_dtype else (row.family, row.shape)
-        table.add_row(*run, row.ok, _ms(row.best_ms), _ms(row.default_ms), row.speedup, row.best_config)
+        table.add_row(*map(plain_text, (*run, row.ok, _ms(row.best_ms), _ms(row.default_ms), row.speedup, row.best_config)))
     return table
 
 

@@ -39,6 +39,7 @@ from corpus.harvest.settings import (
     select_interpreter,
     worker_environment,
 )
+from schemas.console import plain_text
 from schemas.enums import Timer
 
 OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
@@ -124,7 +125,7 @@ def _table(verdicts: list[Verdict]) -> Table:
     for column in ("check", "verdict", "detail"):
         table.add_column(column, overflow="fold")
     for v in verdicts:
-        table.add_row(v.check, f"[{colours[v.verdict]}]{v.verdict}[/]", v.detail)
+        table.add_row(v.check, f"[{colours[v.verdict]}]{v.verdict}[/]", plain_text(v.detail))  # detail: paths, errors
     return table
 
 

@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from corpus.suite.registry import BUILTIN_SUITE, load_suite, select
 from corpus.suite.spec import SCALES, interpreter_dtypes
 from corpus.terminal import plural, print_trimmed
 from schemas.argtypes import non_empty_csv, non_empty_path, non_negative_int
-from schemas.console import print_error
+from schemas.console import fill_markup, print_error
 from schemas.helptext import plain
 
 
@@ -165,7 +164,7 @@ def run_doc(command: DocCommand, console: Console) -> None:
     except ValueError as exc:  # a document without the markers: not the suite document
         raise SuiteCommandError(f"--path {command.path}: {exc}") from None
     command.path.write_text(updated)
-    console.print(f"wrote the families table of {command.path}")
+    console.print(f"wrote the families table of {command.path}", markup=False)
 
 
 def _check_json_path(path: Path | None) -> None:
@@ -240,7 +239,14 @@ def _check(command: CheckCommand, console: Console) -> bool:
     for r in results:
         if not r.ok:  # one line per failure, however long: a log is grepped for them
             console.print(
-                f"[red]FAIL[/] {escape(f'{r.family} {r.shape} {r.dtype} {r.config}: {r.error}')}",
+                fill_markup(
+                    "[red]FAIL[/] {family} {shape} {dtype} {config}: {error}",
+                    family=r.family,
+                    shape=r.shape,
+                    dtype=r.dtype,
+                    config=r.config,
+                    error=r.error,
+                ),
                 highlight=False,
                 soft_wrap=True,
             )
@@ -266,7 +272,7 @@ def _contract(specs: dict, console: Console) -> int:
 
     problems = [problem for spec in specs.values() for problem in contract_problems(spec)]
     for problem in problems:
-        console.print(f"[red]CONTRACT[/] {escape(str(problem))}", highlight=False, soft_wrap=True)  # one line each
+        console.print(fill_markup("[red]CONTRACT[/] {problem}", problem=problem), highlight=False, soft_wrap=True)  # one line each
     if problems:
         console.print(f"{len(problems)} contract problem(s) (see 'The KernelSpec contract' in docs/suite.md)")
     return len(problems)

@@ -24,6 +24,7 @@ from corpus.terminal import (
     print_table_or_listing,
     print_trimmed,
 )
+from schemas.console import plain_text
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def print_list(console: Console, specs: Mapping[str, KernelSpec], scale: str) ->
     for column in ("category", "family", *headers, "dtypes"):
         table.add_column(column, justify="right" if column in headers else "left", no_wrap=True)
     for row in rows:
-        table.add_row(row.group, row.label, *row.cells, row.tail)
+        table.add_row(*map(plain_text, (row.group, row.label, *row.cells, row.tail)))  # names from suites
     console.print(f"[bold]kernel suite[/]: runs and valid configs at scale '{scale}'")
     print_table_or_listing(
         console,
@@ -208,7 +209,7 @@ def print_family(console: Console, spec: KernelSpec) -> None:
     for column in ("scale", "shape", *headers):
         table.add_column(column, justify="left" if column in ("scale", "shape") else "right", no_wrap=True)
     for row in rows:
-        table.add_row(row.group, row.label, *row.cells)
+        table.add_row(*map(plain_text, (row.group, row.label, *row.cells)))
     console.print()
     console.print("[bold]shapes[/]: flops and bytes moved per launch, valid configs, per dtype")
     print_table_or_listing(
@@ -249,7 +250,7 @@ def check_table(results: Sequence[CheckResult], every_config: bool = False) -> T
         failed = sum(not r.ok for r in rows)
         defaults = sum(r.is_default for r in rows)
         table.add_row(
-            family,
+            plain_text(family),
             f"{len({r.shape for r in rows})} x {len({r.dtype for r in rows})}",
             str(defaults),
             str(len(rows) - defaults),

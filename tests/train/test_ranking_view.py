@@ -54,3 +54,11 @@ def test_a_config_never_benchmarked_is_not_shown_as_failed():
                        status=["ok", "skipped", "skipped"])  # fmt: skip
     text = "\n".join(_printed(ranking))
     assert "not run" in text and "failed" not in text.split("measured ms", 1)[1].split("rank ", 1)[0]
+
+
+def test_a_config_id_with_brackets_is_shown_as_it_is():
+    """A compile directory's name is the config_id of a config without meta-parameters: rich
+    read "[x]" in it as a style (gone) and "[/b]" as a closing tag (a MarkupError)."""
+    ranking = _ranking(config_id=["dir[x][/b]", "c1", "c2"], config_params=[[]] * 3)
+    text = "\n".join(_printed(ranking, width=120))
+    assert "dir[x][/b] w4 s2" in text, text

@@ -283,3 +283,57 @@ def test_the_progress_total_is_the_configs_to_measure_as_the_notice_says():
     start = render(200, lambda c: print_start(c, ResumePlan(runs), facts, execution, "d"))
     assert (f"{measured} to measure (the progress bar's total); {ruled_out} ruled out by their family, "
             "written as skipped rows") in " ".join(start.split())
+
+
+# -- text from outside the code is printed as it is, not read as rich markup -----------------
+# "[x]" is a style tag to rich (it vanished) and "[/b]" a closing tag it stops on (MarkupError):
+# paths, family names and device names hold either.
+ODD = "[x][/b]"
+
+
+def _odd_results(outcome) -> list:
+    """The harvest's results, as if their families were named with brackets."""
+    from dataclasses import replace
+
+    return [replace(r, run=replace(r.run, family=f"fam{ODD}{i}")) for i, r in enumerate(outcome.totals.results)]
+
+
+def test_a_bracketed_run_label_survives_the_live_progress_bar_and_the_log_line(harvest):
+    outcome, _ = harvest
+    results = _odd_results(outcome)
+    for terminal in (True, False):
+        console = Console(file=io.StringIO(), width=200, force_terminal=terminal)
+        progress = HarvestProgress(console, [r.run for r in results])
+        with progress:
+            for result in results:
+                progress.run_done(result)
+        assert results[-1].run.label in console.file.getvalue(), (terminal, console.file.getvalue())
+
+
+def test_bracketed_paths_families_and_device_names_are_printed_verbatim(harvest):
+    from dataclasses import replace
+
+    from corpus.harvest.device import DeviceFacts
+    from corpus.harvest.report import print_plan
+    from corpus.harvest.runner import Execution
+
+    outcome, _ = harvest
+    results = _odd_results(outcome)
+    out = f"/data/runs{ODD}/out"
+    totals = replace(outcome.totals, results=results)
+    summary = render(240, lambda c: print_summary(c, totals, 75.0, out))
+    assert out in summary and f"fam{ODD}0" in summary, summary
+    facts = DeviceFacts(device_kind="cuda", arch="sm_90", device_name=f"GPU {ODD}", compute_capability="9.0")
+    execution = Execution(out, (), ("cuda:0",), "sm_90", 1, 5.0, 5.0, 0, 1, 1, "cuda_event", False, 0)
+    plan = render(240, lambda c: print_plan(c, [r.run for r in results], set(), facts, execution))
+    assert f"planned runs on GPU {ODD} (sm_90), IR target sm_90" in plan and f"fam{ODD}1" in plan, plan
+
+
+def test_a_harvest_into_a_bracketed_out_names_it_as_it_is(tmp_path):
+    """A real harvest into ``runs[x][/b]/d``, then its rerun ("nothing to do ... committed in")."""
+    out = tmp_path / f"runs{ODD}" / "d"
+    config = HarvestConfig(str(out), families=("add_broadcast",), max_configs=1, device="cpu", workers=1, flush_every_s=0.0)
+    first = render(400, lambda c: run_harvest(config, read_settings(), c))
+    assert str(out) in first, first
+    again = render(400, lambda c: run_harvest(config, read_settings(), c))
+    assert f"already committed in {out};" in again, again

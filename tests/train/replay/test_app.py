@@ -525,3 +525,15 @@ def test_a_refit_model_replays_its_test_runs_with_baselines_fitted_as_it_was(har
     assert set(held["run_id"]) == _test_runs(trained, "family", 0)
     assert main(["--data", harvested, "--model", str(trained), "--strategies", "tabular,model"]) == 0
     assert "model `gnn` (refit on train + val runs)" in (trained / "replay" / "gnn-family" / "replay.md").read_text()
+
+
+def test_a_bracketed_model_path_is_named_as_it_is(tmp_path, capsys):
+    """Brackets in a path are text (rich, which the other commands print through, read "[x]"
+    as a style and "[/b]" as a closing tag): the refusal names the directory as given."""
+    model = tmp_path / "runs[x][/b]"
+    model.mkdir(parents=True)
+    with pytest.raises(SystemExit) as stop:
+        main(["--data", str(tmp_path), "--model", str(model)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("python -m train.replay: error: ") and f"--model {model}: no checkpoint.json" in err, err
