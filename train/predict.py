@@ -102,11 +102,17 @@ def _checkpoint(checkpoint: Checkpoint | str | Path) -> Checkpoint:
 
 
 def resolve_arch(
-    ckpt: Checkpoint, frame: pl.DataFrame, arch: str | None, *, allow_unseen_arch: bool
+    ckpt: Checkpoint,
+    frame: pl.DataFrame,
+    arch: str | None,
+    *,
+    allow_unseen_arch: bool,
+    on_warning: InputWarningSink | None = None,
 ) -> pl.DataFrame:
     """``frame`` with ``arch`` filled (from ``arch``; from the checkpoint when it saw exactly
     one, with a warning) and checked against the arches the checkpoint saw: unseen ones raise
-    :class:`UnseenArchError`, or with ``allow_unseen_arch`` warn (:class:`UnseenArchWarning`)."""
+    :class:`UnseenArchError`, or with ``allow_unseen_arch`` warn (:class:`UnseenArchWarning`,
+    handed to ``on_warning`` when given)."""
     seen = list(ckpt.seen.get("arches", []))
     column = frame["arch"] if "arch" in frame.columns else pl.Series([None] * frame.height)
     if arch is not None:
@@ -130,15 +136,23 @@ def resolve_arch(
             f"the model was trained on {', '.join(seen) or 'no recorded arch'} only; candidates "
             f"are for {', '.join(unseen)}",
             allow_unseen_arch,
+            on_warning,
         )
     return frame.with_columns(column.cast(pl.String).alias("arch"))
 
 
-def check_ir_target(ckpt: Checkpoint, frame: pl.DataFrame, *, allow_unseen_arch: bool) -> None:
+def check_ir_target(
+    ckpt: Checkpoint,
+    frame: pl.DataFrame,
+    *,
+    allow_unseen_arch: bool,
+    on_warning: InputWarningSink | None = None,
+) -> None:
     """Refuse candidates whose IR was compiled for a target (``ir_target``, e.g. ``sm_80``)
     other than every one the checkpoint read in training: the same kernel's IR differs per
     target (layouts, MMA versions), so its ranking there is a guess. Raises
-    :class:`UnseenArchError`, or with ``allow_unseen_arch`` warns. Candidates without an
+    :class:`UnseenArchError`, or with ``allow_unseen_arch`` warns (to ``on_warning`` when
+    given). Candidates without an
     ``ir_target`` and checkpoints that recorded none are not checked."""
     seen = list(ckpt.seen.get("ir_targets", []))
     if not seen or "ir_target" not in frame.columns:
@@ -149,14 +163,18 @@ def check_ir_target(ckpt: Checkpoint, frame: pl.DataFrame, *, allow_unseen_arch:
             f"the model read IR compiled for {', '.join(seen)} only; the candidates' IR is "
             f"compiled for {', '.join(unseen)}",
             allow_unseen_arch,
+            on_warning,
         )
 
 
-def _refuse_unseen(what: str, allow_unseen_arch: bool) -> None:
+def _refuse_unseen(what: str, allow_unseen_arch: bool, sink: InputWarningSink | None) -> None:
     message = f"{what}: its ranking there is a guess"
     if not allow_unseen_arch:
         raise UnseenArchError(message + " (allow_unseen_arch / --allow-unseen-arch to go on)")
-    warnings.warn(message, UnseenArchWarning, stacklevel=4)  # the caller of rank_configs
+    if sink is not None:  # a caller that said so once (the budgeted harvest): not once per run
+        sink(UnseenArchWarning(message))
+    else:
+        warnings.warn(message, UnseenArchWarning, stacklevel=4)  # the caller of rank_configs
 
 
 def rank_configs(
@@ -183,8 +201,9 @@ def rank_configs(
     fills candidates without an ``arch`` (the device they will run on; ``interpreter`` for
     Triton's CPU interpreter). See :func:`resolve_arch` for unseen arches.
     ``on_input_warning``: called with each :class:`MissingInputsWarning` and
-    :class:`UnseenIrValuesWarning` instead of raising it (None: raised with ``warnings.warn``);
-    other warnings are raised as usual.
+    :class:`UnseenIrValuesWarning`, and with ``allow_unseen_arch`` the
+    :class:`UnseenArchWarning` of an unseen arch or IR target, instead of raising it (None:
+    raised with ``warnings.warn``); other warnings (candidates naming no arch) are raised as usual.
 
     Returns the candidates sorted by run_id, rank, with :data:`OUTPUT_COLUMNS` first: ``rank``
     1 = try first (validity-aware: predicted failures last), ``score`` (lower = predicted
@@ -192,8 +211,8 @@ def rank_configs(
     """
     ckpt = _checkpoint(checkpoint)
     frame = with_graph_counts(typed_candidates(candidates), ir_graphs)
-    frame = resolve_arch(ckpt, frame, arch, allow_unseen_arch=allow_unseen_arch)
-    check_ir_target(ckpt, frame, allow_unseen_arch=allow_unseen_arch)
+    frame = resolve_arch(ckpt, frame, arch, allow_unseen_arch=allow_unseen_arch, on_warning=on_input_warning)
+    check_ir_target(ckpt, frame, allow_unseen_arch=allow_unseen_arch, on_warning=on_input_warning)
     absent = missing_inputs(frame, ckpt.seen.get("input_columns", []))
     if absent:
         message = (

@@ -131,8 +131,8 @@ def score_candidates(
     ``arch``: the device the configs run on, for rows without an ``arch``. A model refuses an
     arch it never saw with :class:`train.predict.UnseenArchError` (a ``ValueError``) unless
     ``allow_unseen_arch``, which ranks with a warning. ``on_input_warning``: where the
-    candidates' missing inputs and unseen IR values are told instead of raised as warnings
-    (see :func:`train.predict.rank_configs`)."""
+    candidates' missing inputs and unseen IR values (and an allowed unseen arch) are told
+    instead of raised as warnings (see :func:`train.predict.rank_configs`)."""
     checkpoint = model.checkpoint if isinstance(model, GuideModel) else model
     framed = candidates.with_row_index(_ROW)
     ranked = rank_configs(
