@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--self-test", action="store_true", help="check this machine instead of harvesting: device facts, copy bandwidth vs peak, the L2 flush, the compile-worker -> launch cache hit, each timer (the interpreter subset without a GPU); exit 1 if a check fails")
     p.add_argument("--rank-with", default=None, metavar="MODEL_DIR", help="a cost model (python -m train's OUT/checkpoint): compile every config, benchmark only the default and the model's choice (--budget), record the rest as skipped with the model named; a later harvest without --budget measures them")
     p.add_argument("--budget", default=None, metavar="K|P%|auto", help="with --rank-with: K >= 1 = the default plus the model's top K configs per run; P%% = K is P%% of the run's compiled configs; auto = one at a time until no config is expected to gain 1%%")
+    p.add_argument("--allow-unseen-arch", action="store_true", help="with --rank-with: rank with a model that never saw this device's arch or the IR's --target (with a warning) instead of refusing the harvest")
     p.add_argument("--record-host", action="store_true", help="record the host name in runs.hostname (default: an anonymous id, stable per machine, so the dataset can be published as it is)")
     return p
 
@@ -164,6 +165,7 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         recycle_rss_gb=args.recycle_rss_gb,
         rank_with=args.rank_with,
         budget=args.budget,
+        allow_unseen_arch=args.allow_unseen_arch,
         command=shlex.join(["python", "-m", "corpus.harvest", *(sys.argv[1:] if argv is None else argv)]),
     )
 

@@ -149,6 +149,9 @@ class HarvestConfig:
     """A ``python -m train`` checkpoint directory: benchmark only what it chooses of each run."""
     budget: str | None = None
     """With ``rank_with``: ``K``, ``P%`` or ``auto`` (:func:`train.guide.parse_budget`)."""
+    allow_unseen_arch: bool = False
+    """With ``rank_with``: rank with a model that never saw the device's arch or the IR's
+    compile target (with one warning) instead of refusing the harvest (:func:`load_guide`)."""
     estimate_for: tuple[int, int] | None = None
     """With ``dry_run``: also estimate the duration on a box of (CPU cores, GPUs)."""
 
@@ -505,10 +508,20 @@ def finish_nothing_to_do(
 
 
 def check_guided(config: HarvestConfig) -> None:
-    """``--rank-with`` and ``--budget`` go together."""
+    """``--rank-with`` and ``--budget`` go together; ``--allow-unseen-arch`` needs them."""
     if (config.rank_with is None) != (config.budget is None):
         given, missing = ("--rank-with", "--budget") if config.rank_with else ("--budget", "--rank-with")
         raise HarvestError(f"{given} needs {missing} (e.g. --rank-with results/checkpoint --budget 4)")
+    if config.allow_unseen_arch and config.rank_with is None:
+        raise HarvestError(
+            "--allow-unseen-arch ranks with the model of --rank-with: add --rank-with MODEL --budget K, "
+            "or drop --allow-unseen-arch"
+        )
+
+
+class GuideRefused(HarvestError):
+    """``--rank-with`` names a model that cannot rank for the harvest's device or IR target
+    (:func:`train.guide.arch_refusal`), and ``--allow-unseen-arch`` was not given."""
 
 
 def load_guide_inputs(config: HarvestConfig) -> tuple[GuideModel, Budget] | None:
@@ -543,8 +556,10 @@ def load_guide(
     """The :class:`corpus.harvest.guided.RunGuide` of ``--rank-with``/``--budget`` (None without
     them; errors as :func:`load_guide_inputs`, which ``inputs``, already loaded, saves). A model
     that refuses the device's ``arch`` or the IR's compile target ``ir_target`` (``--target``
-    on the interpreter; it never saw them in training) guides nothing: one warning, and the
-    harvest benchmarks every config as without ``--budget``."""
+    on the interpreter; it never saw them in training) is refused with :class:`GuideRefused`
+    before any work: benchmarking every config instead spent a whole harvest (hours on a GPU)
+    that the user asked to budget. With ``--allow-unseen-arch`` it ranks anyway, with one
+    warning on ``console``."""
     inputs = inputs or load_guide_inputs(config)
     if inputs is None:
         return None
@@ -553,11 +568,17 @@ def load_guide(
 
     model, budget = inputs
     refusal = arch_refusal(model, arch, None if ir_target is None else ir_target_name(ir_target))
-    if refusal is not None:
-        message = f"--rank-with {config.rank_with} cannot rank for this device ({refusal}); every config is benchmarked, as without --budget"
-        print_labelled(console, "warning", "yellow", message)
-        return None
-    return RunGuide(model, budget, console=console)
+    if refusal is None:
+        return RunGuide(model, budget, console=console)
+    cannot = f"--rank-with {config.rank_with} cannot rank for this device ({refusal})"
+    if not config.allow_unseen_arch:
+        raise GuideRefused(
+            f"{cannot}: train a model on this device's harvests, drop --rank-with/--budget to "
+            "benchmark every config, or add --allow-unseen-arch to rank with it anyway"
+        )
+    message = f"{cannot}; ranking with it anyway (--allow-unseen-arch): its choice of configs is a guess"
+    print_labelled(console, "warning", "yellow", message)
+    return RunGuide(model, budget, console=console, allow_unseen_arch=True)
 
 
 def array_hint(shard: tuple[int, int] | str, settings: Settings) -> str:

@@ -41,6 +41,7 @@ from rich.table import Table
 
 from corpus.destination import check_out, probe_out
 from corpus.harvest.app import (
+    GuideRefused,
     HarvestConfig,
     HarvestError,
     HarvestOutcome,
@@ -103,6 +104,9 @@ class LaneFacts:
     facts: DeviceFacts
     toolchain: Mapping[str, Any]
     execution: Execution
+    refusal: str | None = None
+    """Why the lane's ``--rank-with`` model cannot rank here (:class:`GuideRefused`'s message),
+    for the driver to refuse the harvest with; None: it ranks, or no model guides."""
 
     @property
     def model(self) -> str:
@@ -232,8 +236,14 @@ class Lane:
 
         specs = load_families(config.suite, config.families)
         # --rank-with: each lane ranks its own runs (the model directory must be on every node,
-        # as the suite is); the driver printed the warning of a model refusing this arch
-        self.guide = load_guide(config, facts.arch, Console(file=io.StringIO()), ir_target=execution.target)
+        # as the suite is). The driver says (--allow-unseen-arch) or refuses what the same check
+        # finds here; a lane that raised its refusal would fail to start, which the driver reports
+        # as a lane error, so the lane hands it over (describe) and never runs.
+        refusal = None
+        try:
+            self.guide = load_guide(config, facts.arch, Console(file=io.StringIO()), ir_target=execution.target)
+        except GuideRefused as exc:
+            self.guide, refusal = None, str(exc)
         self.harvester = Harvester(
             execution,
             specs,
@@ -248,7 +258,7 @@ class Lane:
             writer_id=f"{token}-{new_writer_id()}",
             guide=self.guide,
         )
-        self.facts = LaneFacts(ray.util.get_node_ip_address(), facts, toolchain, execution)
+        self.facts = LaneFacts(ray.util.get_node_ip_address(), facts, toolchain, execution, refusal)
         self.current: str | None = None
         self.prefetched: dict[str, dict[str, Future[CompileOutcome]]] = {}
         """Compiles queued for the lane's next run (see :meth:`execute`)."""
@@ -537,8 +547,11 @@ def _harvest(
     planned = plan_runs(specs, request)
     check_plan(planned, why_empty=[], allow_empty=config.allow_empty)
     settings = bench_settings(first.execution)
-    # warns if it refuses the arch or the IR target
+    # refuses a model that cannot rank for the lanes' arch or IR target, before any run (a dry
+    # run too); with --allow-unseen-arch it warns once, here
     guide = load_guide(config, first.facts.arch, console, guide_inputs, ir_target=first.execution.target)
+    if refused := next((lane.refusal for lane in lanes if lane.refusal), None):
+        raise GuideRefused(refused)  # a node whose checkpoint at that path is another model
     resumed = (
         resume_plan(config.out, planned, settings, budgeted=guide is not None)
         if config.resume

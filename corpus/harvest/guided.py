@@ -41,7 +41,7 @@ from schemas.console import print_labelled
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, hedged_order, score_candidates
 from train.guide.encoding import knob_matrix
-from train.predict import MissingInputsWarning, UnseenIrValuesWarning
+from train.predict import MissingInputsWarning, UnseenArchWarning, UnseenIrValuesWarning
 
 INPUT_WARNINGS: dict[str, str] = {
     MissingInputsWarning.__name__: "the candidates lacked inputs the model was trained with",
@@ -154,15 +154,23 @@ class RunGuide:
     """Ranks each run's compiled configs with ``model`` and plans its benchmarks under
     ``budget`` (one instance per harvest; lanes call :meth:`plan` from their threads).
     ``console``: where the first run of each kind of :data:`INPUT_WARNINGS` is noted (None:
-    only the summary says it)."""
+    only the summary says it). ``allow_unseen_arch``: rank for a device or IR target the model
+    never saw (``--allow-unseen-arch``; the harvest warned once, see
+    :func:`corpus.harvest.app.load_guide`) instead of benchmarking each run in full."""
 
     def __init__(
-        self, model: GuideModel, budget: Budget, ei: EiSettings | None = None, console: Console | None = None
+        self,
+        model: GuideModel,
+        budget: Budget,
+        ei: EiSettings | None = None,
+        console: Console | None = None,
+        allow_unseen_arch: bool = False,
     ) -> None:
         self.model = model
         self.budget = budget
         self.ei = ei or EiSettings()
         self.console = console
+        self.allow_unseen_arch = allow_unseen_arch
         self.stats = GuideStats()
         self.lock = threading.Lock()
 
@@ -193,6 +201,8 @@ class RunGuide:
             guided = benchmark_everything(ids, f"{type(exc).__name__}: {exc}")
         kinds: dict[str, str] = {}
         for warning in caught:  # the first message of each kind: the run counts once per kind
+            if isinstance(warning, UnseenArchWarning):  # --allow-unseen-arch: said before any work
+                continue
             kinds.setdefault(type(warning).__name__, str(warning))
         with self.lock:
             self.stats.runs += 1
@@ -235,6 +245,7 @@ class RunGuide:
             candidates.ir_edges,
             candidates.ir_graphs,
             arch=arch,
+            allow_unseen_arch=self.allow_unseen_arch,
             on_input_warning=on_input_warning,
         )
         order = np.argsort(scores.rank, kind="stable")

@@ -2,8 +2,9 @@
 in-process with real compile and benchmark workers on the interpreter: K + 1 measured rows per
 run and the rest skipped naming the model; the model reads every input it was trained with; the
 same budget again does nothing; a rerun without budget measures the rest, and no config is
-measured twice; a model that never saw the device's arch or the IR's target guides nothing,
-with one warning; a dry run says what the budget benchmarks."""
+measured twice; a model that never saw the device's arch or the IR's target is refused before
+any work (dry run and Ray too), or with --allow-unseen-arch ranks with one warning; a dry run
+says what the budget benchmarks."""
 
 from __future__ import annotations
 
@@ -19,11 +20,16 @@ import pytest
 from rich.console import Console
 
 from corpus.harvest.__main__ import main
-from corpus.harvest.app import HarvestConfig, run_harvest
+from corpus.harvest.app import HarvestConfig, HarvestError, run_harvest
 from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.settings import read_settings
 from schemas import read_table
-from train.predict import MissingInputsWarning, UnseenIrValuesWarning, rank_dataset
+from train.predict import (
+    MissingInputsWarning,
+    UnseenArchWarning,
+    UnseenIrValuesWarning,
+    rank_dataset,
+)
 from train.tables import load_samples
 
 BASE = {"families": ("softmax",), "dtypes": ("float32",), "max_configs": 4, "workers": 1, "flush_every_s": 0.0}
@@ -123,17 +129,68 @@ def test_auto_budget_benchmarks_the_models_best_and_the_default(guide_model: Pat
     assert all("auto: model checkpoint@" in e for e in found.filter(pl.col("status") == "skipped")["error"])
 
 
-def test_a_model_that_never_saw_the_device_guides_nothing_with_one_warning(
-    foreign_model: Path, tmp_path: Path
+REFUSAL = (
+    "cannot rank for this device (the model was trained on sm_90 only, not on interpreter): "
+    "train a model on this device's harvests, drop --rank-with/--budget to benchmark every "
+    "config, or add --allow-unseen-arch to rank with it anyway"
+)
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_model_that_never_saw_the_device_is_refused_before_any_work(
+    foreign_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], dry_run: bool
 ) -> None:
+    """A budget asked for and a model that cannot rank here: benchmarking every config instead
+    spent a whole harvest (hours on a GPU) with one warning; now exit 2 naming the model, why,
+    and the ways out. A dry run, which shows what the harvest would do, refuses the same way."""
     out = tmp_path / "foreign"
-    console = Console(file=io.StringIO(), width=200)
-    options = {**BASE, "max_configs": 2}
-    run_harvest(HarvestConfig(out=str(out), rank_with=str(foreign_model), budget="1", **options), read_settings(), console)
-    printed = console.file.getvalue().replace("\n", " ")
-    assert printed.count("cannot rank for this device") == 1
-    assert "trained on sm_90 only, not on interpreter" in printed
-    assert set(rows(out)["status"]) == {"ok"}  # every config benchmarked, as without --budget
+    argv = ["--families", "softmax", "--dtypes", "float32", "--max-configs", "2", "--workers", "1",
+            "--out", str(out), "--rank-with", str(foreign_model), "--budget", "1"]  # fmt: skip
+    assert main([*argv, "--dry-run"] if dry_run else argv) == 2
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"--rank-with {foreign_model} {REFUSAL}" in printed
+    assert "measured config(s)" not in printed and "benchmarks the default" not in printed  # no plan shown
+    assert not out.exists()
+
+
+def test_allow_unseen_arch_ranks_with_one_warning(foreign_model: Path, tmp_path: Path) -> None:
+    """--allow-unseen-arch: the model ranks for the device it never saw, said once before any
+    work; the budget holds (the default + K per run benchmarked, the rest skipped)."""
+    out = tmp_path / "foreign"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        printed = " ".join(harvest(out, rank_with=str(foreign_model), budget="1", allow_unseen_arch=True).split())
+    # once: not again as a Python warning of each run's ranking, amid the progress display
+    assert not [w for w in caught if issubclass(w.category, UnseenArchWarning)]
+    assert printed.count("warning:") == 1, printed
+    assert printed.count("cannot rank for this device (the model was trained on sm_90 only, not on interpreter); ranking with it anyway (--allow-unseen-arch)") == 1
+    assert printed.index("cannot rank for this device") < printed.index("run 1/3 ")  # before any work
+    assert "could not rank" not in printed  # no run fell back to benchmarking in full
+    found = rows(out)
+    assert found["run_id"].n_unique() == 3
+    for run_id, group in found.group_by("run_id"):
+        assert Counter(group["status"]) == {"ok": 2, "skipped": 2}, run_id
+        assert group.filter(pl.col("is_default"))["status"].to_list() == ["ok"]
+    assert "benchmarked 6 of 12 compiled config(s)" in printed
+
+
+def test_a_budgeted_harvest_on_ray_refuses_a_model_that_cannot_rank(
+    foreign_model: Path, ray_cluster, tmp_path: Path
+) -> None:
+    """On Ray the lanes report the device; the driver refuses with the local harvest's message
+    before any run (the lanes, running the same check, hand theirs to it rather than failing to
+    start), and writes no file (--out's empty table directories are made, as for any refusal
+    after Ray starts, to refuse storage that cannot take files before a cluster starts);
+    --allow-unseen-arch ranks, said once by the driver."""
+    out = tmp_path / "ray"
+    for dry_run in (True, False):
+        with pytest.raises(HarvestError) as refused:
+            harvest(out, rank_with=str(foreign_model), budget="1", ray="auto", device="cpu", dry_run=dry_run)
+        assert " ".join(str(refused.value).split()) == f"--rank-with {foreign_model} {REFUSAL}"
+        assert not [path for path in out.rglob("*") if path.is_file()]
+    printed = " ".join(harvest(out, rank_with=str(foreign_model), budget="1", ray="auto", device="cpu", allow_unseen_arch=True).split())
+    assert printed.count("ranking with it anyway (--allow-unseen-arch)") == 1
+    assert Counter(rows(out)["status"]) == {"ok": 6, "skipped": 6}  # the default + 1 of 4, 3 runs
 
 
 def test_a_dry_run_plans_what_the_budget_benchmarks(guide_model: Path, tmp_path: Path) -> None:
@@ -166,11 +223,14 @@ def test_a_budget_that_covers_some_runs_says_how_many(guide_model: Path) -> None
     assert "saves no benchmark" not in text
 
 
-def test_a_model_that_never_read_the_ir_target_guides_nothing(guide_model: Path, tmp_path: Path) -> None:
-    printed = harvest(tmp_path / "sm80", rank_with=str(guide_model), budget="1", dry_run=True, target="sm_80")
+def test_a_model_that_never_read_the_ir_target_is_refused(guide_model: Path, tmp_path: Path) -> None:
+    with pytest.raises(HarvestError, match="read IR compiled for sm_90 only, not for sm_80") as refused:
+        harvest(tmp_path / "sm80", rank_with=str(guide_model), budget="1", dry_run=True, target="sm_80")
+    assert "or add --allow-unseen-arch to rank with it anyway" in str(refused.value)
+    printed = harvest(tmp_path / "sm80", rank_with=str(guide_model), budget="1", dry_run=True, target="sm_80", allow_unseen_arch=True)
     printed = " ".join(printed.split())
     assert printed.count("cannot rank") == 1 and "read IR compiled for sm_90 only, not for sm_80" in printed
-    assert "benchmarks the default" not in printed and "12 measured config(s)" in printed
+    assert "--budget 1 benchmarks the default and model checkpoint@" in printed  # it plans the budget
 
 
 @pytest.mark.parametrize(
@@ -178,6 +238,8 @@ def test_a_model_that_never_read_the_ir_target_guides_nothing(guide_model: Path,
     [
         (["--budget", "4"], "--budget needs --rank-with"),
         (["--rank-with", "x"], "--rank-with needs --budget"),
+        (["--allow-unseen-arch"], "--allow-unseen-arch ranks with the model of --rank-with: add --rank-with MODEL"),
+        (["--budget", "4", "--allow-unseen-arch"], "--budget needs --rank-with"),
         (["--rank-with", "no-such-model", "--budget", "4"], "no checkpoint.json"),
         (["--rank-with", "MODEL", "--budget", "lots"], "--budget 'lots'"),
         (["--rank-with", "MODEL/..", "--budget", "4"], "the model python -m train ships is"),
