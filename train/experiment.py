@@ -630,12 +630,11 @@ def _run_into(
                     kind=kind,
                 )
                 if config.refit and not parts["val"].is_empty():
-                    # the first fit is judged on what it never trained on: train and val
-                    results += _judge(
-                        name, kind, seed, parts, checkpoint,
-                        {p: s for p, s in neural_samples.items() if p != "test"},
-                    )  # fmt: skip
-                    checkpoint, neural_samples = refit_gnn(
+                    # train and val figures are the first fit's (its val runs unseen), test
+                    # figures and the saved checkpoint the refit's
+                    first = {p: s for p, s in neural_samples.items() if p != "test"}
+                    results += _judge(name, kind, seed, parts, checkpoint, first)
+                    checkpoint, refit_samples = refit_gnn(
                         config,
                         seed,
                         parts,
@@ -647,7 +646,7 @@ def _run_into(
                         name=name,
                         kind=kind,
                     )
-                    neural_samples = {"test": neural_samples["test"]} if "test" in neural_samples else {}
+                    neural_samples = {p: s for p, s in refit_samples.items() if p == "test"}
                 # The split it was trained on, checked wherever splits.parquet is read back
                 # for it (train.layout.find_splits_file): an edited file or another run's would
                 # have a replay judge it on runs it trained on.
