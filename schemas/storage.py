@@ -76,12 +76,22 @@ def is_hidden(relative_path: str) -> bool:
 @dataclass(frozen=True)
 class FileStat:
     """A visible Parquet file of a table: its path, size in bytes and modification time in ns
-    (0 when the filesystem reports none). Files are immutable once they appear, so these
-    identify a file's content (see :mod:`schemas.verdicts`)."""
+    (0 when the filesystem reports none), and for a local file its status-change time in ns
+    and inode number (0 elsewhere). Files are immutable once they appear, so these identify a
+    file's content (see :mod:`schemas.verdicts`) even when a person or tool writes over one:
+    ``cp -p``, ``rsync -t`` and ``touch -r`` carry a name, size and mtime over, but the kernel
+    sets a new ctime on every write, which no copy tool can set back."""
 
     path: str
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
+    inode: int = 0
+
+    @property
+    def identity(self) -> tuple[int, int, int, int]:
+        """(size, mtime_ns, ctime_ns, inode): what changes when the file's bytes may have."""
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
 
 
 def list_files(loc: Location, table: str) -> list[FileStat]:
@@ -102,11 +112,26 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
         if item.type != pafs.FileType.File:
             raise CorruptFileError(item.path, UNREADABLE_ENTRY)
         mtime = item.mtime_ns if item.mtime_ns is not None else 0
-        files.append(FileStat(item.path, int(item.size or 0), int(mtime)))
+        files.append(_stat(loc, item.path, int(item.size or 0), int(mtime)))
     broken = [path for path in broken_links(loc, table_dir) if path.endswith(".parquet")]
     if broken:
         raise CorruptFileError(broken[0], UNREADABLE_ENTRY)
     return sorted(files, key=lambda f: f.path)
+
+
+def _stat(loc: Location, path: str, size: int, mtime_ns: int) -> FileStat:
+    """A listed file's :class:`FileStat`; a local file's status-change time and inode from
+    ``os.stat`` (pyarrow's listing has neither). An object store sets an object's mtime itself
+    on every write, so size and mtime identify it there. A file gone since the listing raises
+    :class:`FileVanishedError`: a concurrent ``compact`` replaced it, list again."""
+    if not isinstance(loc.fs, pafs.LocalFileSystem):
+        return FileStat(path, size, mtime_ns)
+    try:
+        status = os.stat(path)
+    except FileNotFoundError as exc:
+        raise FileVanishedError(path) from exc
+    # the stat's own size and mtime: all four from one look at the file
+    return FileStat(path, status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino)
 
 
 def not_a_root_hint(loc: Location) -> str:

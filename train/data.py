@@ -3,7 +3,7 @@
 :func:`load_dataset` reads the samples table (:func:`train.tables.load_samples`) and the IR
 tables of one level through the gated reader and encodes the graphs (:mod:`train.graphs`).
 The result is cached on disk under a key of the dataset's location and content (every Parquet
-file's path, size and mtime), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION`,
+file's path, size, mtime and, locally, ctime and inode), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION`,
 :data:`schemas.SCHEMA_VERSION`, :func:`code_digest` (the source of the code that makes an entry)
 and the options, as safetensors + JSON + Parquet: nothing is pickled, and a changed dataset,
 featurizer or reader is never served stale.
@@ -42,7 +42,8 @@ from torch_geometric.data import Data
 
 from schemas import SCHEMA_VERSION, DatasetError, TableNotFoundError, read_table
 from schemas.check import GRAPH_SIZES, graph_size_problems
-from schemas.storage import list_parquet, resolve
+from schemas.reader import stable
+from schemas.storage import list_files, resolve
 from schemas.tables import IR_EDGES, IR_NODES
 from train.features import run_relative
 from train.graphs import (
@@ -79,23 +80,20 @@ class LoadedDataset:
         return np.array(sorted(wanted), dtype=np.int64)
 
 
-def dataset_fingerprint(data: str) -> list[tuple[str, int, int]]:
-    """(path relative to the dataset root, size in bytes, mtime in ns) of every visible Parquet
-    file of the tables training reads, sorted. Any added, removed or rewritten file changes it."""
+def dataset_fingerprint(data: str) -> list[tuple[str, int, int, int, int]]:
+    """(path relative to the dataset root, size in bytes, mtime in ns, and for a local file its
+    status-change time in ns and inode, else 0 and 0: :attr:`schemas.storage.FileStat.identity`)
+    of every visible Parquet file of the tables training reads, sorted. Any added, removed or
+    rewritten file changes it, one written over in place with its size and mtime kept (``cp
+    -p``, ``touch -r``) included: the kernel gives it a new ctime."""
     loc = resolve(data)
     entries = []
     for table in TABLES_READ:
         try:
-            paths = list_parquet(loc, table)
+            files = stable(lambda t=table: list_files(loc, t))
         except TableNotFoundError:
             continue
-        for info in loc.fs.get_file_info(paths):
-            mtime = (
-                info.mtime_ns
-                if info.type == pafs.FileType.File and info.mtime_ns is not None
-                else 0
-            )
-            entries.append((os.path.relpath(info.path, loc.root), int(info.size or 0), int(mtime)))
+        entries.extend((os.path.relpath(f.path, loc.root), *f.identity) for f in files)
     return sorted(entries)
 
 

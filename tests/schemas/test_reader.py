@@ -26,6 +26,7 @@ from schemas.check import check_dataset
 from schemas.history import FROZEN
 from schemas.migrations import MIGRATIONS
 from schemas.storage import META_TABLE, META_VERSION
+from tests.samesize import make_room, rewrite_keeping_size_and_mtime
 
 from .conftest import sample_rows
 
@@ -308,6 +309,26 @@ def test_keys_are_checked_once_per_file_set(dataset, counted_checks, tmp_path):
     with pytest.raises(RepeatedKeyError):
         read_table(dataset, "measurements", committed_only=False)  # a new file set: checked again
     assert len(counted_checks) == 2
+
+
+def test_a_file_rewritten_keeping_its_name_size_and_mtime_is_checked_again(dataset, counted_checks):
+    """A data file overwritten in place by rows of the same size, its mtime set back (`cp -p`
+    of a same-size file over it, an edit then `touch -r`): path, size and mtime were the file
+    set's identity, so the verdict remembered for the old rows was served and the new rows'
+    repeated key read without a word, in this process and the next."""
+    from schemas import verdicts
+
+    (victim,) = _measurement_files_of(dataset, "run0000000000001")
+    make_room(victim)
+    assert read_table(dataset, "measurements").num_rows == 9  # sound, remembered
+    rows = pq.read_table(victim)
+    doubled = pa.concat_tables([rows.slice(0, 1), rows.slice(0, 1), rows.slice(2)])  # 3 rows, 2 keys
+    rewrite_keeping_size_and_mtime(victim, doubled)
+    with pytest.raises(RepeatedKeyError, match="run0000000000001"):
+        read_table(dataset, "measurements")
+    verdicts.forget_all()  # a new process: only the user cache's verdict
+    with pytest.raises(RepeatedKeyError, match="run0000000000001"):
+        scan_table(dataset, "measurements").collect()
 
 
 def test_scan_table_checks_keys_when_collected_not_when_made(dataset, counted_checks):

@@ -6,10 +6,12 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 from schemas import DatasetError, read_table
+from tests.samesize import make_room, rewrite_keeping_size_and_mtime
 from train import data as data_module
 from train.data import GraphSamples, cache_key, load_dataset
 from train.graphs import GraphFeaturizer
@@ -165,6 +167,24 @@ def test_new_file_is_not_served_stale(harvested, tmp_path, cache_dir):
     again = load_dataset(str(copy), cache_dir=cache_dir)
     assert not again.from_cache and again.key != first.key
     assert again.samples.height < first.samples.height
+
+
+def test_a_file_rewritten_keeping_its_name_size_and_mtime_is_not_served_stale(harvested, tmp_path, cache_dir):
+    """Labels rewritten in place at the same size, the mtime set back (`cp -p` of a same-size
+    file over one, an edit then `touch -r`): the key named files by path, size and mtime, so
+    the entry of the old labels was served and training learned them without a word."""
+    copy = tmp_path / "copy"
+    shutil.copytree(harvested, copy)
+    victim = next(Path(copy, "measurements").rglob("*.parquet"))
+    make_room(victim)
+    first = load_dataset(str(copy), cache_dir=cache_dir)
+    rows = pq.read_table(victim)
+    column = rows.schema.get_field_index("median_ms")
+    doubled = pc.multiply(rows.column(column), 2.0)
+    rewrite_keeping_size_and_mtime(victim, rows.set_column(column, "median_ms", doubled))
+    again = load_dataset(str(copy), cache_dir=cache_dir)
+    assert not again.from_cache and again.key != first.key
+    assert again.samples["median_ms"].sum() > first.samples["median_ms"].sum()
 
 
 def test_files_changed_while_read_leave_no_entry(harvested, tmp_path, cache_dir, monkeypatch):
