@@ -36,6 +36,7 @@ from schemas.scrub import publication_warnings
 from schemas.storage import (
     STALE_TEMPORARY_AGE_S,
     Location,
+    list_hidden_data,
     list_strays,
     list_temporaries,
     read_file,
@@ -216,15 +217,36 @@ def _check_temporaries(loc: Location, report: CheckReport, age_s: float) -> None
         report.facts["writes in progress"] = young
 
 
+UNREAD_FILES = (
+    (
+        list_strays,
+        "file(s) in table directories that are not Parquet data",
+        "kernel-corpus ignores them, a plain reader of the directory would read them",
+    ),
+    (
+        list_hidden_data,
+        "Parquet file(s) in hidden directories of tables",
+        "kernel-corpus and pyarrow.dataset skip them, a glob such as polars' or duckdb's "
+        "TABLE/*/part-*.parquet reads them beside the live files",
+    ),
+)
+"""(lister of a table's files, what they are, why they matter): files in table directories
+that kernel-corpus does not read but some plain reader does."""
+
+
 def _check_strays(loc: Location, report: CheckReport) -> None:
-    strays = [path for name in TABLES for path in list_strays(loc, name)]
-    if strays:
-        shown = ", ".join(posixpath.relpath(p, loc.root) for p in strays[:MAX_NAMED_FILES])
-        report.problems.append(
-            f"{len(strays)} file(s) in table directories that are not Parquet data: {shown}"
-            f"{' ...' if len(strays) > MAX_NAMED_FILES else ''} (kernel-corpus ignores them, a "
-            "plain reader of the directory would read them: move them out of the dataset)"
-        )
+    for lister, what, why in UNREAD_FILES:
+        _report_files(loc, report, [path for name in TABLES for path in lister(loc, name)], what, why)
+
+
+def _report_files(loc: Location, report: CheckReport, paths: list[str], what: str, why: str) -> None:
+    """One problem naming the first :data:`MAX_NAMED_FILES` of ``paths`` (files a plain
+    reader would read that kernel-corpus does not): their count, ``what`` they are, ``why``
+    they matter, and that they belong out of the dataset."""
+    if paths:
+        shown = ", ".join(posixpath.relpath(p, loc.root) for p in paths[:MAX_NAMED_FILES])
+        more = " ..." if len(paths) > MAX_NAMED_FILES else ""
+        report.problems.append(f"{len(paths)} {what}: {shown}{more} ({why}: move them out of the dataset)")
 
 
 def _files_with_key(

@@ -207,6 +207,29 @@ def list_strays(loc: Location, table: str) -> list[str]:
     return sorted({*listed, *(p for p in broken_links(loc, table_dir) if not p.endswith(".parquet"))})
 
 
+def list_hidden_data(loc: Location, table: str) -> list[str]:
+    """Parquet files with visible names inside hidden directories of a table's directory
+    (``runs/_old/part-*.parquet``, ``runs/arch=sm_90/.rsync-partial/part-*.parquet``): a copy
+    kept aside, or a copy tool's partial file. kernel-corpus and ``pyarrow.dataset`` skip
+    them, but a glob (polars', duckdb's ``runs/*/part-*.parquet``) reads them beside the
+    live files. Writers' own temporaries are hidden files (``.tmp-*``), never such
+    directories. Sorted paths; empty when the table is absent."""
+    table_dir = loc.table_dir(table)
+    if loc.fs.get_file_info(table_dir).type != pafs.FileType.Directory:
+        return []
+    found = []
+    for item in loc.fs.get_file_info(pafs.FileSelector(table_dir, recursive=True)):
+        directory, name = posixpath.split(posixpath.relpath(item.path, table_dir))
+        if (
+            item.type != pafs.FileType.Directory
+            and name.endswith(".parquet")
+            and not is_hidden(name)
+            and is_hidden(directory)
+        ):
+            found.append(item.path)
+    return sorted(found)
+
+
 def list_parquet(loc: Location, table: str) -> list[str]:
     """Paths of the visible Parquet files of a table, sorted. Raises TableNotFoundError if the
     table is absent."""

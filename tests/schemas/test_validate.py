@@ -263,6 +263,27 @@ def test_a_file_where_plain_readers_do_not_look_is_refused(dataset, where, expec
     assert any(target.name in p and expected in p for p in check_dataset(dataset).problems)
 
 
+@pytest.mark.parametrize("hidden", ["_old", ".old", "arch=sm_90/.rsync-partial"])
+def test_check_reports_data_files_in_hidden_directories(dataset, hidden):
+    """A partition copied into a hidden directory (a backup before an edit, rsync's partial
+    directory): kernel-corpus and pyarrow.dataset skip it, but the README's polars and duckdb
+    globs (`runs/*/part-*.parquet`) read it, so its rows came out twice while check said OK."""
+    import polars as pl
+
+    runs = _first(dataset, "runs")
+    copy = Path(dataset, "runs", hidden, runs.name)
+    copy.parent.mkdir(parents=True)
+    shutil.copy(runs, copy)
+    assert read_table(dataset, "runs").num_rows == 3  # kernel-corpus's reader skips it
+    if "/" not in hidden:  # what a plain glob of the README reads: the copied rows twice
+        plain = pl.scan_parquet(f"{dataset}/runs/*/part-*.parquet", hive_partitioning=False).collect()
+        assert plain.height == 3 + pq.read_metadata(runs).num_rows
+    problems = check_dataset(dataset).problems
+    assert any(
+        "1 Parquet file(s) in hidden directories of tables" in p and f"runs/{hidden}/{runs.name}" in p for p in problems
+    ), problems
+
+
 def test_check_reports_files_that_are_not_parquet_data(dataset):
     """A .bak copy is invisible to kernel-corpus but doubles the rows of pyarrow.dataset."""
     runs = _first(dataset, "runs")
