@@ -97,8 +97,8 @@ class TableFiles:
     superseded: list[str]
     """Files retired by a verified replacement (see :mod:`schemas.replacement`)."""
     stats: tuple[FileStat, ...] = ()
-    """Size, modification time and (local files) ctime and inode of every live file: the file
-    set's identity (:mod:`schemas.verdicts`)."""
+    """Size, modification time and storage version (a local file's ctime and inode, an object's
+    ETag or generation) of every live file: the file set's identity (:mod:`schemas.verdicts`)."""
     uniform: bool = True
     """Every current-version file stores every declared column, none dictionary-encoded: what
     polars needs to scan the files as one (:func:`scan_table`); valid files may lack nullable

@@ -75,23 +75,60 @@ def is_hidden(relative_path: str) -> bool:
 
 @dataclass(frozen=True)
 class FileStat:
-    """A visible Parquet file of a table: its path, size in bytes and modification time in ns
-    (0 when the filesystem reports none), and for a local file its status-change time in ns
-    and inode number (0 elsewhere). Files are immutable once they appear, so these identify a
+    """A visible Parquet file of a table: its path, size in bytes, modification time in ns (0
+    when the filesystem reports none) and ``version``: what the storage changes on every write
+    of the file (:func:`_versions`). Files are immutable once they appear, so these identify a
     file's content (see :mod:`schemas.verdicts`) even when a person or tool writes over one:
-    ``cp -p``, ``rsync -t`` and ``touch -r`` carry a name, size and mtime over, but the kernel
-    sets a new ctime on every write, which no copy tool can set back."""
+    ``cp -p``, ``rsync -t`` and ``touch -r`` carry a name, size and mtime over, but not a
+    version."""
 
     path: str
     size: int
     mtime_ns: int
-    ctime_ns: int = 0
-    inode: int = 0
+    version: str = ""
 
     @property
-    def identity(self) -> tuple[int, int, int, int]:
-        """(size, mtime_ns, ctime_ns, inode): what changes when the file's bytes may have."""
-        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
+    def identity(self) -> tuple[int, int, str]:
+        """(size, mtime_ns, version): what changes when the file's bytes may have."""
+        return (self.size, self.mtime_ns, self.version)
+
+
+VERSION_FIELDS = (
+    "ETag", "etag", "VersionId", "version_id", "generation", "md5Hash", "crc32c", "content_md5",
+    "LastModified", "last_modified", "updated", "mtime", "created", "ino",
+)
+"""Entries of an fsspec ``info`` dict that change when an object is written (S3's ETag and
+LastModified, GCS's generation, Azure's etag, the memory store's creation time, a local
+file's ctime (``created``) and inode): pyarrow's wrapper of fsspec passes on only ``mtime``,
+which object stores do not report under that name."""
+
+
+def _versions(loc: Location, table_dir: str) -> dict[str, str]:
+    """Path -> version of every file under ``table_dir``: a local file's ctime (which the
+    kernel sets on every write and no tool can set back) and inode, or an fsspec store's
+    :data:`VERSION_FIELDS`, from one more listing. Empty for other filesystems."""
+    if isinstance(loc.fs, pafs.LocalFileSystem):
+        return {}  # stat per file in :func:`_local_stat`: a listing gives no ctime
+    handler = loc.fs.handler if isinstance(loc.fs, pafs.PyFileSystem) else None
+    fs = getattr(handler, "fs", None)
+    if fs is None:
+        return {}
+    found = fs.find(table_dir, detail=True, withdirs=False)
+    return {
+        path.rstrip("/"): json.dumps({k: str(info[k]) for k in VERSION_FIELDS if k in info}, sort_keys=True)
+        for path, info in found.items()
+    }
+
+
+def _local_stat(path: str) -> FileStat:
+    """A local file's :class:`FileStat`, size, mtime, ctime and inode from one ``os.stat``. A
+    file gone since the listing raises :class:`FileVanishedError`: a concurrent ``compact``
+    replaced it, list again."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError as exc:
+        raise FileVanishedError(path) from exc
+    return FileStat(path, status.st_size, status.st_mtime_ns, f"{status.st_ctime_ns}:{status.st_ino}")
 
 
 def list_files(loc: Location, table: str) -> list[FileStat]:
@@ -105,33 +142,22 @@ def list_files(loc: Location, table: str) -> list[FileStat]:
         )
     selector = pafs.FileSelector(table_dir, recursive=True)
     files = []
+    versions = _versions(loc, table_dir)
     for item in loc.fs.get_file_info(selector):
         rel = posixpath.relpath(item.path, table_dir)
         if not item.path.endswith(".parquet") or is_hidden(rel) or item.type == pafs.FileType.Directory:
             continue
         if item.type != pafs.FileType.File:
             raise CorruptFileError(item.path, UNREADABLE_ENTRY)
+        if isinstance(loc.fs, pafs.LocalFileSystem):
+            files.append(_local_stat(item.path))
+            continue
         mtime = item.mtime_ns if item.mtime_ns is not None else 0
-        files.append(_stat(loc, item.path, int(item.size or 0), int(mtime)))
+        files.append(FileStat(item.path, int(item.size or 0), int(mtime), versions.get(item.path.rstrip("/"), "")))
     broken = [path for path in broken_links(loc, table_dir) if path.endswith(".parquet")]
     if broken:
         raise CorruptFileError(broken[0], UNREADABLE_ENTRY)
     return sorted(files, key=lambda f: f.path)
-
-
-def _stat(loc: Location, path: str, size: int, mtime_ns: int) -> FileStat:
-    """A listed file's :class:`FileStat`; a local file's status-change time and inode from
-    ``os.stat`` (pyarrow's listing has neither). An object store sets an object's mtime itself
-    on every write, so size and mtime identify it there. A file gone since the listing raises
-    :class:`FileVanishedError`: a concurrent ``compact`` replaced it, list again."""
-    if not isinstance(loc.fs, pafs.LocalFileSystem):
-        return FileStat(path, size, mtime_ns)
-    try:
-        status = os.stat(path)
-    except FileNotFoundError as exc:
-        raise FileVanishedError(path) from exc
-    # the stat's own size and mtime: all four from one look at the file
-    return FileStat(path, status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino)
 
 
 def not_a_root_hint(loc: Location) -> str:

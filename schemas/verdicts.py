@@ -2,8 +2,9 @@
 
 Files never change once they appear: writers add files by atomic rename, and maintenance
 commands replace files by new ones with new names. So a table's live files, named with their
-sizes and modification times (and, locally, status-change times and inodes, which a person or
-tool writing over a file cannot carry over as ``cp -p`` carries the mtime), identify its rows, and the verdict "no key repeats" (the
+sizes, modification times and storage versions (:class:`schemas.storage.FileStat`: a local
+file's status-change time and inode, an object's ETag or generation, which a person or tool
+writing over a file cannot carry over as ``cp -p`` carries the mtime), identify its rows, and the verdict "no key repeats" (the
 check behind :class:`schemas.errors.RepeatedKeyError`, which costs a group-by over every key
 of the table) holds for as long as that set is unchanged. Readers ask :func:`known` before
 checking and :func:`remember` after a check passed.
@@ -35,9 +36,9 @@ _memory: dict[str, str] = {}
 
 def fingerprint(loc: Location, table: str, files: Sequence[FileStat]) -> tuple[str, str]:
     """(slot, fingerprint): the slot names the dataset's table, the fingerprint its live files
-    (path relative to the root and :attr:`FileStat.identity`: size, modification time, and a
-    local file's status-change time and inode, so a file written over in place with its size
-    and mtime kept is a new set)."""
+    (path relative to the root and :attr:`FileStat.identity`: size, modification time and
+    storage version, so a file written over in place with its size and mtime kept is a new
+    set)."""
     slot = hashlib.sha256(json.dumps([loc.url, loc.root, table]).encode()).hexdigest()[:32]
     entries = sorted(
         (os.path.relpath(f.path, loc.root) if f.path.startswith(loc.root) else f.path, *f.identity)

@@ -3,7 +3,7 @@
 :func:`load_dataset` reads the samples table (:func:`train.tables.load_samples`) and the IR
 tables of one level through the gated reader and encodes the graphs (:mod:`train.graphs`).
 The result is cached on disk under a key of the dataset's location and content (every Parquet
-file's path, size, mtime and, locally, ctime and inode), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION`,
+file's path, size, mtime and storage version: a local file's ctime and inode), :data:`train.graphs.FEATURIZER_VERSION`, :data:`SAMPLES_VERSION`,
 :data:`schemas.SCHEMA_VERSION`, :func:`code_digest` (the source of the code that makes an entry)
 and the options, as safetensors + JSON + Parquet: nothing is pickled, and a changed dataset,
 featurizer or reader is never served stale.
@@ -80,12 +80,12 @@ class LoadedDataset:
         return np.array(sorted(wanted), dtype=np.int64)
 
 
-def dataset_fingerprint(data: str) -> list[tuple[str, int, int, int, int]]:
-    """(path relative to the dataset root, size in bytes, mtime in ns, and for a local file its
-    status-change time in ns and inode, else 0 and 0: :attr:`schemas.storage.FileStat.identity`)
+def dataset_fingerprint(data: str) -> list[tuple[str, int, int, str]]:
+    """(path relative to the dataset root, size in bytes, mtime in ns, storage version: a local
+    file's ctime and inode, an object's ETag or generation; :attr:`schemas.storage.FileStat.identity`)
     of every visible Parquet file of the tables training reads, sorted. Any added, removed or
     rewritten file changes it, one written over in place with its size and mtime kept (``cp
-    -p``, ``touch -r``) included: the kernel gives it a new ctime."""
+    -p``, ``touch -r``, an object uploaded again) included."""
     loc = resolve(data)
     entries = []
     for table in TABLES_READ:
