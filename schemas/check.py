@@ -108,6 +108,7 @@ def check_dataset(
         report.rows[name] = table.num_rows
     _check_keys(loc, tables, found_by_table, report)
     _check_joins(tables, report, live_holders(loc))
+    _check_unnamed_graph_sizes(loc, tables, report)
     if "runs" in tables:
         _check_clocks(tables["runs"], report, datetime.now(timezone.utc))
     _check_card_rows(carded, tables, report)
@@ -429,17 +430,45 @@ GRAPH_SIZES = (
 """(ir_graphs count column, child table, edge kind): each graph's stored count of its rows."""
 
 
+def _named_graphs(measurements: pa.Table | None, runs: pa.Table | None) -> pa.Array | None:
+    """``ir_id`` values that rows name (measurements' TTIR and TTGIR, runs' device IR); None
+    without measurements."""
+    if measurements is None:
+        return None
+    named = [measurements.column("ttir_id"), measurements.column("ttgir_id")]
+    named += [runs.column("device_ir_id")] if runs is not None else []
+    return pa.concat_arrays([c.combine_chunks().cast(pa.string()) for c in named]).drop_null()
+
+
 def _check_graph_sizes(
     tables: dict[str, pa.Table], measurements: pa.Table | None, runs: pa.Table | None, report: CheckReport
 ) -> None:
     """Sizes of the graphs committed rows name: measurements' TTIR and TTGIR, runs' device IR."""
-    referenced = None
-    if measurements is not None:
-        named = [measurements.column("ttir_id"), measurements.column("ttgir_id")]
-        named += [runs.column("device_ir_id")] if runs is not None else []
-        referenced = pa.concat_arrays([c.combine_chunks().cast(pa.string()) for c in named]).drop_null()
+    referenced = _named_graphs(measurements, runs)
     report.problems.extend(
         graph_size_problems(tables["ir_graphs"], tables.get("ir_nodes"), tables.get("ir_edges"), referenced)
+    )
+
+
+def _check_unnamed_graph_sizes(loc: Location, tables: dict[str, pa.Table], report: CheckReport) -> None:
+    """Sizes of the graphs no row names (:func:`_check_graph_sizes` checks the others): an
+    ``ir_graphs`` row says its graph is stored whole, so one short of its nodes or edges is a
+    lost or foreign file whether or not a measurement names it. A graph a writer adds beside
+    the check may be listed short (its nodes landing after ``ir_nodes`` was listed, its row
+    before ``ir_graphs`` was: :data:`READ_ORDER`), so those found short are counted again in a
+    fresh read of ``ir_nodes`` and ``ir_edges``, listed after ``ir_graphs``: a writer's nodes
+    land before its graph's row, so a graph still short then has lost them."""
+    named = _named_graphs(tables.get("measurements"), tables.get("runs"))
+    if "ir_graphs" not in tables or named is None:
+        return  # without measurements every graph was checked as named
+    graphs = tables["ir_graphs"]
+    unnamed = graphs.filter(pc.invert(pc.is_in(graphs.column("ir_id").cast(pa.string()), value_set=pc.unique(named))))
+    if not graph_size_problems(unnamed, tables.get("ir_nodes"), tables.get("ir_edges")):
+        return
+    fresh = {child: _read_table(loc, child, CheckReport()) for child in ("ir_nodes", "ir_edges")}
+    nodes, edges = (read[1] if read is not None else None for read in fresh.values())
+    report.problems.extend(
+        f"{problem}; no measurement or run names these graphs" for problem in graph_size_problems(unnamed, nodes, edges)
     )
 
 

@@ -281,6 +281,24 @@ def test_a_run_whose_device_graph_was_lost_is_a_problem(dataset, lost, problem):
     assert problem in problems
 
 
+@pytest.mark.parametrize(("lost", "problem"), [("ir_nodes", "has 0 of 3 nodes"), ("ir_edges", "has 0 of 1 data edges")])
+def test_a_graph_no_row_names_that_lost_its_nodes_is_a_problem(dataset, lost, problem):
+    """The gap: only graphs that measurements or runs name were checked for their nodes and
+    edges, so an ir_graphs row copied in without its nodes (a foreign ir_graphs file), or
+    whose ir_nodes file was lost, passed check, and readers of the IR tables returned a graph
+    row that says it is stored whole without its nodes. A writer adds a graph's row only after
+    its nodes and edges, so no writer leaves such a row."""
+    writer = DatasetWriter(dataset)
+    fx = {"ir_id": "fx00000000000008", "level": "helion_fx"}
+    writer.write("ir_nodes", [{**fx, "node_id": i, "node_kind": "op"} for i in range(3)])
+    writer.write("ir_edges", [{**fx, "src": 0, "dst": 1, "kind": "data", "position": 0}])
+    writer.write("ir_graphs", [{**fx, "num_nodes": 3, "num_data_edges": 1}])
+    assert check_dataset(dataset).ok  # a graph no row names, stored whole: an interrupted writer's
+    shutil.rmtree(Path(dataset, lost, "level=helion_fx"))
+    problems = "\n".join(check_dataset(dataset).problems)
+    assert f"ir_id=fx00000000000008 {problem}" in problems and "no measurement or run names" in problems, problems
+
+
 def test_a_node_filed_under_another_level_is_lost_to_its_graph(dataset):
     """train reads one level's nodes: a node row whose level is not its graph's is missing there."""
     rows = sample_rows(9)
