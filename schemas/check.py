@@ -308,7 +308,8 @@ def _copies_verdict(table: pa.Table, key: tuple[str, ...]) -> str:
     example = ", ".join(f"{k}={v}" for k, v in (differing.example or {}).items())
     return (
         f" — {differing.extra} copy(ies) differ from the first in other columns, e.g. {example} "
-        "(another extractor version, or damage); readers and `compact` keep the copy in a file at "
+        "(for IR rows: columns ir_id does not hash, such as source locations or triton_version, "
+        "from a compile at another path or line); readers and `compact` keep the copy in a file at "
         "the current schema version, the first such file by path, else in the first older file by path"
     )
 

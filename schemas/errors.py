@@ -64,7 +64,8 @@ class MixedTimingError(DatasetError):
 
 class ConflictingCopiesError(DatasetError):
     """Rows of a content-keyed table share a key but not the content it stands for (a kernel
-    source that is not the one its kernel_id hashes): which copy is right cannot be told."""
+    source that is not the one its kernel_id hashes, IR node features that are not those of the
+    IR its ir_id hashes): which copy is right cannot be told."""
 
 
 class StorageError(DatasetError):

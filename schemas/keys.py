@@ -112,13 +112,24 @@ def refuse_repeats(table: str, found: RepeatedKeys) -> None:
         )
 
 
+def copied_rows(table: pa.Table, key: Sequence[str]) -> pa.Table:
+    """The rows of ``table`` whose ``key`` another row shares (all copies, first ones too)."""
+    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
+    repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
+    if repeated.num_rows == 0:
+        return table.slice(0, 0)
+    return table.filter(pc.is_in(key_strings(table, key), value_set=key_strings(repeated, key)))
+
+
 def conflicting_copies(table: pa.Table, key: Sequence[str], fixed: Sequence[str]) -> RepeatedKeys:
     """Copies of a key (rows of ``table`` sharing ``key``) that differ in a ``fixed`` column:
     ``extra`` counts the distinct versions beyond the first of each key."""
     if not fixed or table.num_rows == 0:
         return RepeatedKeys(tuple(key), 0, None)
     identity = [*key, *fixed]
-    versions = table.select(identity).group_by(identity, use_threads=False).aggregate([])
+    # only copies can differ: group the few of them, not every row on every fixed column
+    copies = copied_rows(table.select(identity), key)
+    versions = copies.group_by(identity, use_threads=False).aggregate([])
     return repeated_keys(versions, key)
 
 

@@ -39,6 +39,7 @@ from schemas.keys import (
     UNIQUE_KEYED,
     RepeatedKeys,
     conflicting_copies,
+    copied_rows,
     dedupe,
     distinct_by_hash,
     refuse_conflicts,
@@ -289,13 +290,16 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
     ``measurements`` a repeat raises :class:`RepeatedKeyError` instead.
 
     Copies of a content key that differ in the table's fixed columns raise
-    :class:`ConflictingCopiesError`. Checked once per file set: a set found sound is remembered
-    (:mod:`schemas.verdicts`) and not checked again. ``rows``: every row of the live files
-    with the key columns (content-keyed tables: every column), when the caller has read them
-    anyway (saves reading them again).
+    :class:`ConflictingCopiesError` (for IR tables: in what ``ir_id`` hashes, so one copy is
+    not the graph its id names). Checked once per file set: a set found sound, or found to hold
+    copies that agree, is remembered (:mod:`schemas.verdicts`) and not checked again. ``rows``:
+    every row of the live files with the key columns (content-keyed tables: every column), when
+    the caller has read them anyway (saves reading them again).
     """
     if verdicts.known(loc, table, found.stats):
         return True
+    if verdicts.known(loc, table + COPIES_AGREE, found.stats):
+        return False
     spec = table_spec(table)
     key = list(spec.key)
     keys = rows.select(key) if rows is not None else _read_files(loc, table, found, key, None)
@@ -305,12 +309,27 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
             refuse_repeats(table, repeats)
         if repeats.extra:
             # copies of a content key: harmless only if they are the same row
-            identity = list(spec.identity)
-            copies = rows if rows is not None else _read_files(loc, table, found, identity, None)
+            copies = rows if rows is not None else _copies(loc, table, found, keys)
             refuse_conflicts(table, conflicting_copies(copies, key, spec.fixed), spec.fixed)
+            verdicts.remember(loc, table + COPIES_AGREE, found.stats)
             return False
     verdicts.remember(loc, table, found.stats)
     return True
+
+
+COPIES_AGREE = "+copies"
+"""Suffix of the verdict slot of "the table's copies of a content key agree on its fixed
+columns" (:func:`keys_unique`): readers then drop the copies without comparing them again."""
+
+
+def _copies(loc: Location, table: str, found: TableFiles, keys: pa.Table) -> pa.Table:
+    """The identity columns (key, fixed columns) of the rows of ``found`` whose first key
+    column holds a value of a repeated key (``keys``: every row's key columns): only those rows
+    can be copies, and IR tables have many fixed columns."""
+    spec = table_spec(table)
+    first = spec.key[0]
+    repeated = pc.unique(copied_rows(keys, spec.key).column(first))
+    return _read_files(loc, table, found, list(spec.identity), pc.field(first).isin(repeated))
 
 
 @dataclass(frozen=True)

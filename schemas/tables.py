@@ -343,14 +343,36 @@ class TableSpec:
     paths, host names and free text; ``compact`` and ``check --fix`` copy rows as they are).
     Copies of a key that differ there are refused (readers, ``check``, ``compact``), and a
     file replaces another only if it holds each of its rows with these values
-    (:mod:`schemas.replacement`). IR tables have none: their rows derive from the IR without
-    source locations, and extraction may change between writers; the first copy is read.
+    (:mod:`schemas.replacement`). IR tables: the columns that derive from what ``ir_id``
+    hashes, the IR text without source locations (:data:`IR_UNHASHED`, nested columns aside).
     """
 
     @property
     def identity(self) -> tuple[str, ...]:
         """The key, then :attr:`fixed`: what two copies of one row share."""
         return (*self.key, *self.fixed)
+
+
+IR_UNHASHED = frozenset({"ir_text", "triton_version", "target", "entry_name", "loc_line", "loc_col", "var_name"})
+"""IR columns that copies of one ``ir_id`` may hold differently: ``ir_id`` hashes the IR text
+without source locations (:func:`schemas.identity.ir_id`), so the text as compiled and the
+location columns differ between compiles from other paths or lines; one IR prints alike under
+several Triton versions; a TTIR's ``target`` and a Helion graph's ``entry_name`` are given by
+the compile, not read from the hashed text."""
+
+
+def _ir_fixed(schema: pa.Schema, key: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns copies of an IR row share: every flat column but the key, the version and
+    :data:`IR_UNHASHED` (list columns are left out: key strings and grouping need flat values)."""
+    return tuple(
+        f.name
+        for f in schema
+        if f.name not in (*key, "schema_version", *IR_UNHASHED) and not pa.types.is_nested(f.type)
+    )
+
+
+def _ir_spec(name: str, schema: pa.Schema, key: tuple[str, ...]) -> TableSpec:
+    return TableSpec(name, schema, key, ("level",), fixed=_ir_fixed(schema, key))
 
 
 TABLES: dict[str, TableSpec] = {
@@ -371,9 +393,9 @@ TABLES: dict[str, TableSpec] = {
             ("arch",),
             fixed=("config_json", "status", "median_ms", "n_reps"),
         ),
-        TableSpec("ir_graphs", IR_GRAPHS, ("ir_id",), ("level",)),
-        TableSpec("ir_nodes", IR_NODES, ("ir_id", "node_id"), ("level",)),
-        TableSpec("ir_edges", IR_EDGES, ("ir_id", "src", "dst", "kind", "position"), ("level",)),
+        _ir_spec("ir_graphs", IR_GRAPHS, ("ir_id",)),
+        _ir_spec("ir_nodes", IR_NODES, ("ir_id", "node_id")),
+        _ir_spec("ir_edges", IR_EDGES, ("ir_id", "src", "dst", "kind", "position")),
     )
 }
 """All tables by name. ``key`` is unique within a dataset (after deduplication of content-keyed

@@ -325,15 +325,46 @@ def test_copies_of_a_graph_do_not_count_twice(dataset):
     assert report.ok, report.problems
 
 
-def test_copies_of_ir_rows_that_differ_are_not_called_identical(dataset):
+def test_copies_of_ir_rows_that_differ_only_in_source_locations_are_a_warning(dataset):
+    """ir_id hashes the IR text without source locations: copies compiled from another path or
+    line are the same graph, differing in loc_line/loc_col/var_name only (a warning)."""
     writer = DatasetWriter(dataset)
     writer.write("ir_nodes", sample_rows(0)["ir_nodes"])
     assert any("identical content written twice" in w for w in check_dataset(dataset).warnings)
-    other = [{**row, "op_name": "tt.store"} for row in sample_rows(1)["ir_nodes"]]
+    other = [{**row, "loc_line": 7, "var_name": "x"} for row in sample_rows(1)["ir_nodes"]]
     writer.write("ir_nodes", other)
-    warnings = [w for w in check_dataset(dataset).warnings if w.startswith("ir_nodes")]
+    report = check_dataset(dataset)
+    assert report.ok, report.problems
+    warnings = [w for w in report.warnings if w.startswith("ir_nodes")]
     assert len(warnings) == 1 and "differ from the first in other columns" in warnings[0], warnings
     assert "identical" not in warnings[0]
+
+
+def _part_files(root: str, table: str) -> set[Path]:
+    return set(Path(root, table).rglob("*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("table", "change"),
+    [
+        ("ir_nodes", {"op_name": "tt.store"}),
+        ("ir_edges", {"result_index": 3}),
+        ("ir_graphs", {"num_nodes": 2, "num_dots": 5}),
+    ],
+)
+def test_copies_of_ir_rows_that_differ_in_what_the_ir_id_hashes_are_a_problem(dataset, table, change):
+    """The gap: a foreign ir_nodes file carrying an ir_id already stored, with other node
+    features, was only a warning, and readers kept the first copy by path, so the foreign file
+    could decide what train sees. ir_id hashes the IR text (without locations), from which these
+    columns derive: copies that differ there are not both what the id says."""
+    before = _part_files(dataset, table)
+    DatasetWriter(dataset).write(table, [{**row, **change} for row in sample_rows(1)[table]])
+    (foreign,) = _part_files(dataset, table) - before
+    (original,) = (p for p in before if "ir00000000000001" in str(pq.read_table(p).column("ir_id")))
+    problems = [p for p in check_dataset(dataset).problems if p.startswith(f"{table}: ")]
+    assert len(problems) == 1, problems
+    assert "copy(ies) of a key hold other values of" in problems[0] and "ir_id=ir00000000000001" in problems[0]
+    assert foreign.name in problems[0] and original.name in problems[0]
 
 
 def test_committed_rows_fewer_than_the_card_counted_are_a_problem(dataset):

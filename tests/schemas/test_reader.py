@@ -64,6 +64,33 @@ def test_content_keyed_copies_are_deduplicated(dataset):
     assert scan_table(dataset, "ir_graphs").collect().height == 3
 
 
+def test_content_keyed_ir_copies_that_differ_are_refused_not_deduplicated(dataset):
+    """The gap: a foreign ir_nodes file with a stored ir_id and other node features was read
+    as whichever copy came first by path; both readers now refuse the table, naming the key."""
+    from schemas import ConflictingCopiesError
+
+    DatasetWriter(dataset).write("ir_nodes", [{**row, "op_name": "tt.store"} for row in sample_rows(1)["ir_nodes"]])
+    pattern = "ir_nodes: 2 copy.*op_name.*ir_id=ir00000000000001"
+    with pytest.raises(ConflictingCopiesError, match=pattern):
+        read_table(dataset, "ir_nodes")
+    with pytest.raises(ConflictingCopiesError, match=pattern):
+        read_table(dataset, "ir_nodes", columns=["node_id"], filters=[("level", "=", "ttir")])
+    with pytest.raises(ConflictingCopiesError, match=pattern):
+        scan_table(dataset, "ir_nodes").collect()
+
+
+def test_content_keyed_ir_copies_differing_only_in_locations_are_deduplicated(dataset):
+    """Copies compiled from another path or line: the same IR (ir_id hashes it without source
+    locations), read once; the check of the copies is remembered for the file set."""
+    writer = DatasetWriter(dataset)
+    writer.write("ir_nodes", [{**row, "loc_line": 9, "var_name": "y"} for row in sample_rows(1)["ir_nodes"]])
+    writer.write("ir_nodes", sample_rows(2)["ir_nodes"])  # a retried write
+    for _ in range(2):
+        assert read_table(dataset, "ir_nodes").num_rows == 6
+        assert read_table(dataset, "ir_nodes", columns=["node_id"]).num_rows == 6
+        assert scan_table(dataset, "ir_nodes").collect().height == 6
+
+
 def test_missing_table_is_a_clear_error(tmp_path):
     with pytest.raises(DatasetError, match="table directory 'runs' not found"):
         read_table(str(tmp_path), "runs")
