@@ -378,6 +378,8 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
                     f"measurements: {elsewhere} {column} value(s) name a graph stored under another "
                     f"level than {level} in ir_graphs (training on {level} finds no such graph)"
                 )
+    if measurements is not None and "ir_graphs" in tables:
+        _check_compiled_as(measurements, tables["ir_graphs"], report)
     if runs is not None and "ir_graphs" in tables:
         # a run's device IR (Helion's helion_fx graph) is named by its runs row alone
         missing = _missing(runs.column("device_ir_id"), tables["ir_graphs"].column("ir_id"))
@@ -390,6 +392,39 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
     if "ir_graphs" in tables:
         _check_graphs_without_rows(tables, report, writers)
         _check_graph_sizes(tables, measurements, runs, report)
+
+
+COMPILED_AS = ("num_warps", "num_ctas")
+"""Launch options a TTGIR graph records (module attributes ttg.num-warps and ttg.num-ctas, in
+the text its ir_id hashes) and a measurement's config holds: a measurement naming a TTGIR graph
+compiled with other values names another config's graph."""
+
+
+def _check_compiled_as(measurements: pa.Table, graphs: pa.Table, report: CheckReport) -> None:
+    """Measurements whose ``ttgir_id`` names a TTGIR graph compiled with another num_warps or
+    num_ctas than their config's (null on either side: not compared)."""
+    ttgir = graphs.filter(pc.equal(graphs.column("level"), "ttgir")).select(["ir_id", *COMPILED_AS])
+    ttgir = dedupe(ttgir, ["ir_id"])  # copies agree on these (fixed columns), else a problem of their own
+    named = measurements.select(["run_id", "config_id", "ttgir_id", *COMPILED_AS]).filter(
+        pc.is_valid(measurements.column("ttgir_id"))
+    )
+    joined = named.join(ttgir, keys="ttgir_id", right_keys="ir_id", right_suffix="_graph")
+    differ = None
+    for column in COMPILED_AS:
+        # null on either side (an option the graph or the row does not record) compares as equal
+        unequal = pc.fill_null(pc.not_equal(joined.column(column), joined.column(f"{column}_graph")), False)
+        differ = unequal if differ is None else pc.or_(differ, unequal)
+    wrong = joined.filter(differ) if differ is not None else joined.slice(0, 0)
+    if wrong.num_rows:
+        row = wrong.slice(0, 1).to_pylist()[0]
+        config = ", ".join(f"{c}={row[c]}" for c in COMPILED_AS)
+        graph = ", ".join(f"{c}={row[c + '_graph']}" for c in COMPILED_AS)
+        report.problems.append(
+            f"measurements: {wrong.num_rows} row(s) name a ttgir graph compiled with other num_warps or "
+            f"num_ctas than their config, e.g. run_id={row['run_id']} config_id={row['config_id']} ({config}) "
+            f"names ttgir_id={row['ttgir_id']} ({graph}) (a foreign or damaged measurements file: "
+            "python -m train would learn this config from another config's graph)"
+        )
 
 
 def _check_graphs_without_rows(tables: dict[str, pa.Table], report: CheckReport, writers: list[str]) -> None:

@@ -319,6 +319,32 @@ def test_a_measurement_naming_a_graph_of_another_level_is_a_problem(dataset):
     assert "measurements: 1 ttgir_id value(s) name a graph stored under another level than ttgir" in problems
 
 
+def _with_ttgir(rows: dict[str, list[dict]], num_warps: int, num_ctas: int = 1) -> dict[str, list[dict]]:
+    """``rows`` (:func:`sample_rows`) whose compiled configs name one TTGIR graph compiled with
+    ``num_warps`` and ``num_ctas`` (module attributes ttg.num-warps / ttg.num-ctas)."""
+    ttgir = rows["ir_graphs"][0]["ir_id"].replace("ir", "tg", 1)
+    rows["ir_graphs"].append({"ir_id": ttgir, "level": "ttgir", "num_warps": num_warps, "num_ctas": num_ctas})
+    for row in rows["measurements"]:
+        row.update(num_warps=4, num_ctas=1, ttgir_id=ttgir if row["ttir_id"] else None)
+    return rows
+
+
+def test_a_measurement_naming_the_ttgir_of_another_config_is_a_problem(dataset):
+    """The gap: a measurement's ttgir_id may name a TTGIR graph of the right level compiled for
+    another config, and nothing noticed. A TTGIR graph records the num_warps and num_ctas it was
+    compiled with (ttg.num-warps, ttg.num-ctas, part of the text its ir_id hashes): they are the
+    config's, or the graph is not this config's."""
+    writer = DatasetWriter(dataset)
+    write_rows(writer, _with_ttgir(sample_rows(7), num_warps=4))  # the config's own graph
+    assert check_dataset(dataset).ok, check_dataset(dataset).problems
+    write_rows(writer, _with_ttgir(sample_rows(8), num_warps=8))  # another config's graph
+    write_rows(writer, _with_ttgir(sample_rows(9), num_warps=4, num_ctas=2))
+    problems = [p for p in check_dataset(dataset).problems if "compiled with" in p]
+    assert len(problems) == 1, check_dataset(dataset).problems
+    assert problems[0].startswith("measurements: 4 row(s) name a ttgir graph compiled with other num_warps or num_ctas")
+    assert "run_id=run0000000000008" in problems[0] and "num_warps=4" in problems[0] and "num_warps=8" in problems[0]
+
+
 def test_copies_of_a_graph_do_not_count_twice(dataset):
     DatasetWriter(dataset).write("ir_nodes", sample_rows(0)["ir_nodes"])  # a second writer's copy
     report = check_dataset(dataset)
