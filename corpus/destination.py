@@ -10,8 +10,10 @@ take files are each one line naming ``--out``; :data:`FORCE_OUT` accepts the sec
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Callable, Iterator
 
-from schemas.destination import check_destination, prepare_destination
+from schemas.destination import NewDirectories, check_destination, prepare_destination
 from schemas.errors import DatasetError
 
 FORCE_OUT = "--force-out"
@@ -41,6 +43,29 @@ def check_out(out: str, *, force: bool = False) -> None:
         check_destination(out, force=force, force_flag=FORCE_OUT)
     except DatasetError as exc:
         raise OutRefused(f"--out {exc}") from None
+
+
+@contextlib.contextmanager
+def out_as_found_unless_work(out: str) -> Iterator[Callable[[], None]]:
+    """Around a command from before :func:`probe_out` until its work begins: yields
+    ``work_begins``, to call when the command starts writing its data. Left before that by an
+    exception (a refusal, an interrupt), it removes the directories of ``out`` that were not
+    there when it was entered and are empty (:class:`NewDirectories`): the probe's table
+    directories, and ``out`` itself when it was new. After ``work_begins()`` they stay: a
+    dataset whose harvest failed keeps every table directory."""
+    new = NewDirectories.at(out)
+    begun = False
+
+    def work_begins() -> None:
+        nonlocal begun
+        begun = True
+
+    try:
+        yield work_begins
+    except BaseException:
+        if new is not None and not begun:
+            new.remove_empty()
+        raise
 
 
 def add_force_out(parser: argparse.ArgumentParser, *, card: bool = False) -> None:

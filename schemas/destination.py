@@ -10,7 +10,10 @@ are each refused in one line naming the destination. ``force`` accepts the secon
 
 from __future__ import annotations
 
+import contextlib
+import os
 import posixpath
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -76,3 +79,50 @@ def prepare_destination(url: str, *, force: bool = False, force_flag: str = "--f
     directories otherwise."""
     loc = check_destination(url, force=force, force_flag=force_flag)
     probe_writable(loc, list(TABLES))
+
+
+@dataclass(frozen=True)
+class NewDirectories:
+    """The directories of a destination that did not exist when a command began: the root and
+    the parents it lacked, and its table directories. A command refused after
+    :func:`prepare_destination` made them takes them away again (:meth:`remove_empty`), so a
+    refusal leaves the destination as it found it: absent stays absent, a dataset unchanged."""
+
+    loc: Location
+    paths: tuple[str, ...]
+    """Deepest first: the table directories, then the root, then its new parents."""
+
+    @classmethod
+    def at(cls, url: str) -> NewDirectories | None:
+        """What of ``url`` does not exist now; None when the destination cannot be looked at
+        (an empty value, an unknown scheme, unreachable storage: refusals of their own)."""
+        if not url.strip():
+            return None
+        try:
+            loc = resolve(url)
+            missing = [loc.table_dir(table) for table in TABLES if not _exists(loc, loc.table_dir(table))]
+            path = loc.root
+            while not _exists(loc, path) and posixpath.dirname(path) != path:
+                missing.append(path)
+                path = posixpath.dirname(path)
+        except Exception:  # best effort: the command's own checks refuse such a destination
+            return None
+        return cls(loc, tuple(missing))
+
+    def remove_empty(self) -> None:
+        """Remove each of :attr:`paths` that is an empty directory now, deepest first; one that
+        holds anything (a file another command wrote meanwhile) stays, and so do its parents."""
+        for path in self.paths:
+            with contextlib.suppress(OSError, pa.ArrowException):  # absent, or not empty: it stays
+                _remove_if_empty(self.loc, path)
+
+
+def _remove_if_empty(loc: Location, path: str) -> None:
+    if isinstance(loc.fs, pafs.LocalFileSystem):
+        os.rmdir(path)  # fails on a directory that is not empty, at once (no check-then-delete)
+    elif not loc.fs.get_file_info(pafs.FileSelector(path)):
+        loc.fs.delete_dir(path)  # which would remove what is inside too: only when empty
+
+
+def _exists(loc: Location, path: str) -> bool:
+    return loc.fs.get_file_info(path).type != pafs.FileType.NotFound

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from corpus.destination import check_out, probe_out
+from corpus.destination import check_out, out_as_found_unless_work, probe_out
 from corpus.harvest.checks import (
     HarvestInputError,
     check_dtypes,
@@ -346,13 +346,25 @@ def plan_request(
 
 
 def run_harvest(config: HarvestConfig, settings: Settings, console: Console | None = None) -> HarvestOutcome:
-    """Plan, resume, shard, execute and summarize one harvest invocation."""
+    """Plan, resume, shard, execute and summarize one harvest invocation. A harvest refused
+    before its work leaves ``--out`` as it found it (:func:`out_as_found_unless_work`)."""
     console = console or Console()
     check_guided(config)
-    if config.ray is not None:
-        from corpus.harvest.cluster import harvest_on_ray  # Ray is an optional extra
+    # --out is probed (its table directories made) before some refusals: on Ray, before the
+    # lanes start and report what refuses the harvest
+    with out_as_found_unless_work(config.out) as work_begins:
+        if config.ray is not None:
+            from corpus.harvest.cluster import harvest_on_ray  # Ray is an optional extra
 
-        return harvest_on_ray(config, console)
+            return harvest_on_ray(config, console, work_begins)
+        return harvest_here(config, settings, console, work_begins)
+
+
+def harvest_here(
+    config: HarvestConfig, settings: Settings, console: Console, work_begins: Callable[[], None]
+) -> HarvestOutcome:
+    """:func:`run_harvest` on this machine; ``work_begins``: called once the harvest holds its
+    plan lock, before it writes anything of its own."""
     lock_hint = array_hint(config.shard, settings)
     index, count = resolve_shard(config.shard, settings)  # a bad environment stops us first
     # a task's log says which shard it is, and for --shard auto which array task
@@ -411,7 +423,7 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
     # from measuring a run at once; workers' scratch files live in a directory this process
     # owns and removes, even when it had to kill a worker.
     writer_id = new_writer_id()
-    with harvesting(config, planned, writer_id, console, lock_hint), scratch_directory() as scratch:
+    with harvesting(config, planned, writer_id, console, lock_hint, work_begins), scratch_directory() as scratch:
         progress = HarvestProgress(console, todo)
         harvester = Harvester(
             execution,
@@ -436,7 +448,12 @@ def run_harvest(config: HarvestConfig, settings: Settings, console: Console | No
 
 @contextlib.contextmanager
 def harvesting(
-    config: HarvestConfig, planned: list[PlannedRun], writer_id: str, console: Console, lock_hint: str = ""
+    config: HarvestConfig,
+    planned: list[PlannedRun],
+    writer_id: str,
+    console: Console,
+    lock_hint: str = "",
+    work_begins: Callable[[], None] | None = None,
 ) -> Iterator[None]:
     """Around a harvest's measuring (the body): hold the plan lock (:func:`harvest_lock`),
     record ``writer_id`` as pending (:mod:`corpus.harvest.pending`) before the body writes, and
@@ -444,8 +461,11 @@ def harvesting(
     with ``writer_id`` and those of killed harvests of the plan, then clear their record. A
     body that raises leaves the record, so a rerun finishes the job. ``writer_id``: the one
     writer of a local harvest, or the prefix every lane writer of a Ray harvest shares.
-    ``lock_hint``: ends the refusal when an identical harvest holds the plan lock."""
+    ``lock_hint``: ends the refusal when an identical harvest holds the plan lock.
+    ``work_begins``: called once the lock is held (a refusal of the lock is the last one)."""
     with harvest_lock(config.out, planned, allow_repeat=config.allow_repeat, hint=lock_hint) as lock_warning:
+        if work_begins is not None:
+            work_begins()
         if lock_warning:
             print_labelled(console, "warning", "yellow", lock_warning)
         pending = None if config.allow_repeat else PendingFinish.of(config.out, plan_lock_name(planned))

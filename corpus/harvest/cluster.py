@@ -31,7 +31,7 @@ import string
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -462,8 +462,12 @@ def connect_refusal(address: str, error: Exception) -> str:
     return f"--ray {address}: cannot join the Ray cluster there: {error}"
 
 
-def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> HarvestOutcome:
-    """Plan, resume and execute a harvest on the Ray cluster ``config.ray``."""
+def harvest_on_ray(
+    config: HarvestConfig, console: Console | None = None, work_begins: Callable[[], None] | None = None
+) -> HarvestOutcome:
+    """Plan, resume and execute a harvest on the Ray cluster ``config.ray``; ``work_begins``:
+    called once the driver holds the plan lock, before any lane measures (until then a refusal
+    leaves ``--out`` as it was: :func:`corpus.harvest.app.run_harvest`)."""
     console = console or Console()
     try:
         import ray
@@ -500,7 +504,7 @@ def harvest_on_ray(config: HarvestConfig, console: Console | None = None) -> Har
         by_run.setdefault(run_id, set()).add(harvest)
     known_of = {run_id: frozenset(harvests) for run_id, harvests in by_run.items()}
     try:
-        return _harvest(config, specs, actors, interpreter, console, token, guide_inputs, known_of)
+        return _harvest(config, specs, actors, interpreter, console, token, guide_inputs, known_of, work_begins)
     finally:
         for actor in actors:
             with contextlib.suppress(Exception):
@@ -525,6 +529,7 @@ def _harvest(
     token: str,
     guide_inputs: tuple[GuideModel, Budget] | None,
     known: Mapping[str, frozenset[str]],
+    work_begins: Callable[[], None] | None = None,
 ) -> HarvestOutcome:
     import ray
 
@@ -573,7 +578,7 @@ def _harvest(
         return HarvestOutcome(planned, len(planned), None)
     # the same plan lock, pending record and last step as a harvest on one machine; the lanes
     # claim each run before measuring it
-    with harvesting(config, planned, token, console):
+    with harvesting(config, planned, token, console, work_begins=work_begins):
         feed = Feed(deque(sorted(resumed.todo, key=lambda r: (-r.estimated_cost, r.run_id))), known)
         begin = time.monotonic()
         feed_runs(feed, actors, console)

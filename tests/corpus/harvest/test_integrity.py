@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from corpus.destination import OutRefused, probe_out
+from corpus.destination import OutRefused, out_as_found_unless_work, probe_out
 from corpus.harvest.__main__ import main as harvest_main
 from corpus.harvest.app import HarvestConfig, HarvestError, refresh_card, run_harvest
 from corpus.harvest.checks import HarvestInputError, harvest_lock
@@ -31,6 +31,7 @@ from schemas.card import CARD_JSON
 from schemas.check import check_dataset
 from schemas.locking import FileLock
 from schemas.machine import host_name
+from schemas.tables import TABLES
 
 from ...faultfs import FaultPlan, faulty_storage, faulty_url, remount_read_only, tmpfs
 from ...schemas.conftest import write_run
@@ -312,6 +313,8 @@ def test_second_identical_harvest_stops_unless_allowed(tmp_path, capsys, one_run
     ]
     with harvest_lock(str(out), planned, allow_repeat=False):  # the first harvest, still running
         assert harvest_main(args) == 2
+        # refused after the probe of --out made its table directories: they are gone again
+        assert not [table for table in TABLES if (out / table).exists()]
         printed = " ".join(capsys.readouterr().out.split())
         assert (
             f"another harvest of the same runs is writing into {out}: harvest (pid {os.getpid()} on anon-"
@@ -428,6 +431,39 @@ def test_out_that_is_a_project_directory_is_refused(tmp_path, capsys):
     probe_out(str(tmp_path / "ds"), force=True)
     probe_out(str(tmp_path / "new"))  # new, or empty, or a dataset: accepted
     assert (project / "README.md").read_text() == "# My project\n"
+
+
+def test_a_refusal_after_the_probe_of_out_leaves_it_as_found(tmp_path):
+    """The probe of --out makes every table directory; a command refused after it (a Ray
+    harvest's lanes refuse after it, so a cluster starts only for a writable --out) removes
+    what it made, and only that: a new --out and its new parents go, an empty directory stays
+    empty, a dataset keeps what it held; what another command wrote meanwhile stays, and once
+    the work began, every table directory does."""
+
+    def refused(out: Path, meanwhile=lambda: None, work: bool = False) -> None:
+        with pytest.raises(HarvestError), out_as_found_unless_work(str(out)) as work_begins:
+            probe_out(str(out))
+            assert sorted(p.name for p in out.iterdir()) == sorted(TABLES)
+            meanwhile()
+            if work:
+                work_begins()
+            raise HarvestError("refused")
+
+    refused(tmp_path / "new" / "out")
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "empty").mkdir()
+    refused(tmp_path / "empty")
+    assert list((tmp_path / "empty").iterdir()) == []
+    dataset = tmp_path / "ds"  # a dataset with one table directory: the probe makes the others
+    (dataset / "runs").mkdir(parents=True)
+    (dataset / "runs" / "part-0.parquet").write_bytes(b"rows")
+    before = sorted(dataset.rglob("*"))
+    refused(dataset)
+    assert sorted(dataset.rglob("*")) == before
+    refused(tmp_path / "shared", lambda: (tmp_path / "shared" / "runs" / "part-0.parquet").write_bytes(b"rows"))
+    assert sorted(p.name for p in (tmp_path / "shared").rglob("*")) == ["part-0.parquet", "runs"]
+    refused(tmp_path / "failed", work=True)
+    assert sorted(p.name for p in (tmp_path / "failed").iterdir()) == sorted(TABLES)
 
 
 def _dataset_with_readme(root: Path) -> Path:
