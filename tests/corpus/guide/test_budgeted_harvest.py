@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import re
+import shutil
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from corpus.harvest.__main__ import main
-from corpus.harvest.app import HarvestConfig, HarvestError, run_harvest
+from corpus.harvest.app import GuideRefused, HarvestConfig, HarvestError, run_harvest
 from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.settings import read_settings
 from schemas import read_table
@@ -179,18 +180,58 @@ def test_a_budgeted_harvest_on_ray_refuses_a_model_that_cannot_rank(
 ) -> None:
     """On Ray the lanes report the device; the driver refuses with the local harvest's message
     before any run (the lanes, running the same check, hand theirs to it rather than failing to
-    start), and writes no file (--out's empty table directories are made, as for any refusal
-    after Ray starts, to refuse storage that cannot take files before a cluster starts);
-    --allow-unseen-arch ranks, said once by the driver."""
+    start), and leaves --out as it was: absent (the probe of --out, before a cluster starts, made
+    its table directories, which the refusal left behind); --allow-unseen-arch ranks, said once
+    by the driver."""
     out = tmp_path / "ray"
     for dry_run in (True, False):
         with pytest.raises(HarvestError) as refused:
             harvest(out, rank_with=str(foreign_model), budget="1", ray="auto", device="cpu", dry_run=dry_run)
         assert " ".join(str(refused.value).split()) == f"--rank-with {foreign_model} {REFUSAL}"
-        assert not [path for path in out.rglob("*") if path.is_file()]
+        assert not out.exists()
     printed = " ".join(harvest(out, rank_with=str(foreign_model), budget="1", ray="auto", device="cpu", allow_unseen_arch=True).split())
     assert printed.count("ranking with it anyway (--allow-unseen-arch)") == 1
     assert Counter(rows(out)["status"]) == {"ok": 6, "skipped": 6}  # the default + 1 of 4, 3 runs
+
+
+def test_a_ray_lane_that_finds_another_model_at_the_path_refuses_the_harvest(
+    guide_model: Path, foreign_model: Path, demo_dataset: Path, ray_cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each lane loads --rank-with's model from the path on its own node; the driver checks the
+    one on its node. A lane whose checkpoint there is another model, which cannot rank for the
+    lanes' device, hands its refusal to the driver (LaneFacts.refusal), which refuses the
+    harvest with it before any run, though its own model ranks; an existing dataset as --out is
+    left unchanged. One machine has one checkpoint at a path, so here it is replaced after the
+    driver read it and before the lanes start (as a training that overwrites it would): both
+    lanes load the other model for real. Without the lanes' check the harvest ran, unbudgeted."""
+    from corpus.harvest import cluster
+
+    model = tmp_path / "model"
+    shutil.copytree(guide_model, model)  # ranks on the interpreter
+    drivers_read = cluster.load_guide_inputs
+
+    def read_then_replaced(config: HarvestConfig) -> object:
+        inputs = drivers_read(config)
+        shutil.rmtree(model)
+        shutil.copytree(foreign_model, model)  # trained on sm_90 only
+        return inputs
+
+    monkeypatch.setattr(cluster, "load_guide_inputs", read_then_replaced)
+    out = tmp_path / "dataset"
+    shutil.copytree(demo_dataset, out)
+    before = tree(out)
+    with pytest.raises(GuideRefused) as refused:
+        harvest(out, rank_with=str(model), budget="1", ray="auto", device="cpu")
+    assert " ".join(str(refused.value).split()) == f"--rank-with {model} {REFUSAL}"
+    assert tree(out) == before
+
+
+def tree(root: Path) -> dict[str, tuple[int, int] | None]:
+    """Every entry under ``root``: a file's (size, mtime in ns), None for a directory."""
+    return {
+        str(path.relative_to(root)): None if path.is_dir() else (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+    }
 
 
 def test_a_dry_run_plans_what_the_budget_benchmarks(guide_model: Path, tmp_path: Path) -> None:
