@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from corpus.destination import probe_out
+from corpus.destination import out_as_found_unless_work, probe_out
 from corpus.harvest.claims import committed_harvests
 from corpus.harvest.resume import read_existing
 from corpus.harvest.rows import now
@@ -166,7 +166,15 @@ def _check_utf8(path: Path, chunk_bytes: int = 1 << 20) -> None:
 
 def ingest(config: IngestConfig) -> IngestSummary:
     """Import ``config.log`` into ``config.out``: every run committed on its own (the
-    ``runs`` row last). Refused records raise (``strict``) or are counted in the summary."""
+    ``runs`` row last). Refused records raise (``strict``) or are counted in the summary. A log
+    refused while it is read (the first bad record under ``strict``) leaves ``config.out`` as it
+    found it."""
+    # the probe of --out makes its table directories before the log is read
+    with out_as_found_unless_work(config.out) as work_begins:
+        return _import_log(config, work_begins)
+
+
+def _import_log(config: IngestConfig, work_begins: Callable[[], None]) -> IngestSummary:
     _check(config)
     summary = IngestSummary(problems=Problems(strict=config.strict))
     if config.format == "helion":
@@ -177,6 +185,7 @@ def ingest(config: IngestConfig) -> IngestSummary:
         summary.derived = trace.derived
         runs, used = autotune_runs(trace, config.log, summary.problems)
     with _ingest_lock(config.out):  # what is committed is read, and written, by one import at a time
+        work_begins()  # its refusals below concern a dataset that held rows before
         sink = RunWriter.for_dataset(config.out)
         kernels_before = len(sink.known_kernels)
         _write_runs(runs, sink, summary, config.out)  # refuses before writing anything, or writes

@@ -240,6 +240,7 @@ def test_strict_stops_at_the_first_bad_line_naming_it(
     log = _broken_copy(logs, tmp_path)
     with pytest.raises(IngestError, match=r"a\.csv:\d+: unknown Helion status 'exploded'"):
         _ingest(tmp_path / "d", log=log, strict=True)
+    assert not (tmp_path / "d").exists()  # refused while read: --out left as found, not probed empty
     assert main(["helion", str(log), "--out", str(tmp_path / "e"), "--strict"]) == 2
     assert "unknown Helion status 'exploded'" in capsys.readouterr().err
 

@@ -268,7 +268,9 @@ def test_strict_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     log = _broken(tmp_path)
     with pytest.raises(IngestError, match=r"broken\.ndjson:2: not JSON"):
         _ingest(tmp_path / "d", log=log, strict=True)
+    assert not (tmp_path / "d").exists()  # refused while read: --out left as found, not probed empty
     assert main(["tritonparse", str(log), "--out", str(tmp_path / "d"), "--strict"]) == 2
+    assert not (tmp_path / "d").exists()
     assert "broken.ndjson:2: not JSON" in capsys.readouterr().err
     assert main(["tritonparse", str(log), "--out", str(tmp_path / "d")]) == 0
     printed = capsys.readouterr().out
