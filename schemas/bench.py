@@ -7,7 +7,8 @@ ratios measured in one run (median of ``--rounds``, the two sides alternating): 
 gated read (which checks the table's keys) and later ones (the verdict is remembered per
 set of files, :mod:`schemas.verdicts`); each of all rows (``committed_only=False``) and of
 committed runs, the readers' default (which also reads ``runs`` and, the first time, checks
-that every committed run has all its rows).
+that every committed run has all its rows). Also the time to compact the rows written in few
+files and in eight times as many (what compacting costs per file).
 """
 
 from __future__ import annotations
@@ -144,6 +145,37 @@ def bench_once(config: BenchConfig, samples_per_row: int) -> dict[str, float]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+COMPACT_FILE_FACTOR = 8
+"""The second compaction merges this many times more files of the same rows."""
+
+
+def compact_seconds(config: BenchConfig) -> dict[int, float]:
+    """Files -> seconds to compact ``config.rows`` synthetic measurement rows (no samples)
+    written in that many files of one partition: ``rows / rows_per_file`` files, then
+    :data:`COMPACT_FILE_FACTOR` times as many smaller ones. The merge reads and writes the same
+    rows either way, so the ratio shows what compacting costs per file (checking each
+    replaced file against the merge, :func:`schemas.replacement.replace_files`)."""
+    from schemas.compact import compact_dataset
+
+    table = synthetic_measurements(config.rows, 0, config.seed)
+    few = max(2, -(-config.rows // config.rows_per_file))
+    seconds = {}
+    for files in (few, few * COMPACT_FILE_FACTOR):
+        root = Path(tempfile.mkdtemp(prefix="schemas-bench-"))
+        try:
+            writer = DatasetWriter(str(root))
+            step = -(-table.num_rows // files)
+            for offset in range(0, table.num_rows, step):
+                writer.write("measurements", table.slice(offset, step))
+            start = time.perf_counter()
+            merged = compact_dataset(str(root))
+            seconds[files] = time.perf_counter() - start
+            assert sum(result.rows for result in merged) == config.rows, merged
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return seconds
+
+
 def _timed(read) -> float:
     start = time.perf_counter()
     read()
@@ -245,6 +277,12 @@ def main(argv: list[str] | None = None) -> None:
                 f"{label:<22}{result['write_rows_per_s']:>15,.0f}{result['read_arrow_rows_per_s']:>22,.0f}"
                 f"{result['read_polars_rows_per_s']:>21,.0f}{result['bytes_per_row']:>12.1f}"
             )
+        seconds = compact_seconds(config)
+        (few, few_s), (many, many_s) = seconds.items()
+        print(
+            f"compact {config.rows:,} rows (one partition): {few} files {few_s:.2f} s, {many} files "
+            f"{many_s:.2f} s, ratio {many_s / few_s:.2f}x for {many // few}x the files"
+        )
         print()
     print(f"gated readers vs plain ones on the same files (no samples; median of {config.rounds}; goal <= 1.3x):")
     print(f"{'reader':<66}{'gated s':>10}{'plain s':>10}{'ratio':>8}  plain")

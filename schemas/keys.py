@@ -41,11 +41,18 @@ def key_strings(table: pa.Table, key: Sequence[str]) -> pa.ChunkedArray | pa.Arr
     return pc.binary_join_element_wise(*parts, _SEPARATOR)
 
 
-def missing_keys(rows: pa.Table, present: pa.Table, key: Sequence[str]) -> int:
-    """How many rows of ``rows`` have a ``key`` that no row of ``present`` has."""
+def key_set(table: pa.Table, key: Sequence[str]) -> pa.Array:
+    """The distinct :func:`key_strings` of ``table``: what :func:`missing_from` looks rows up
+    in. Made once for a table that several others are compared with (a merged file and each
+    file it replaces): building the strings costs more than looking them up."""
+    return pc.unique(key_strings(table, key))
+
+
+def missing_from(rows: pa.Table, keys: pa.Array, key: Sequence[str]) -> int:
+    """How many rows of ``rows`` have a ``key`` not in ``keys`` (a :func:`key_set`)."""
     if rows.num_rows == 0:
         return 0
-    found = pc.is_in(key_strings(rows, key), value_set=pc.unique(key_strings(present, key)))
+    found = pc.is_in(key_strings(rows, key), value_set=keys)
     return rows.num_rows - int(pc.sum(found).as_py() or 0)
 
 

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from schemas.enums import Source
 from schemas.errors import DatasetError, ReplacementError, StorageError, failure_reason
-from schemas.keys import missing_keys
+from schemas.keys import key_set, missing_from
 from schemas.storage import META_REPLACES, Footer, Location, write_atomic
 from schemas.tables import TABLES
 from schemas.writer import new_writer_id, with_file_metadata
@@ -105,12 +105,13 @@ def settle_claims(
     compared = claim_columns(table)
     problems: list[DatasetError] = []
     verified: dict[str, set[str]] = {}
+    replacer_keys: dict[str, pa.Array] = {}  # a merge claims every file it replaced: read it once
     for replacer, replaced in claims:
         if replaced in invalid:
             continue  # an invalid file cannot be vouched for; its own error is reported
-        missing = missing_keys(
-            comparable_identity(table, read_keys(replaced)), comparable_identity(table, read_keys(replacer)), compared
-        )
+        if replacer not in replacer_keys:
+            replacer_keys[replacer] = key_set(comparable_identity(table, read_keys(replacer)), compared)
+        missing = missing_from(comparable_identity(table, read_keys(replaced)), replacer_keys[replacer], compared)
         if missing:
             problems.append(
                 ReplacementError(
@@ -177,8 +178,9 @@ def replace_files(
     """
     compared = claim_columns(name)
     new_rows = comparable_identity(name, rows.select([c for c in compared if c in rows.column_names]))
+    new_keys = key_set(new_rows, compared)  # once, not per file: compacting N files stays linear
     for path in paths:
-        missing = missing_keys(comparable_identity(name, read_keys(path)), new_rows, compared)
+        missing = missing_from(comparable_identity(name, read_keys(path)), new_keys, compared)
         if missing:
             raise DatasetError(
                 f"{path}: {missing} of its rows would be missing from its replacement "
