@@ -488,6 +488,15 @@ def with_remeasured(held: pl.DataFrame, remeasured: pl.DataFrame) -> tuple[pl.Da
     return rows, complete.height - kept.height
 
 
+def _warn_unless_unseen_ir(warning: UserWarning) -> None:
+    """What ranking a seed's held-out runs tells, minus unseen IR values: held-out families hold
+    IR their training never showed, which is what a split measures, not a user's mistake, so
+    that warning would repeat for every seed. Missing inputs or an allowed unseen arch still
+    warn."""
+    if not isinstance(warning, UnseenIrValuesWarning):
+        warnings.warn(warning, stacklevel=2)
+
+
 def replay_seed(
     config: ReplayConfig,
     samples: pl.DataFrame,
@@ -531,13 +540,13 @@ def replay_seed(
     model = None
     if NEEDS_MODEL & set(config.strategies):
         # Every config of a held-out run is ranked together (run-relative features need them).
-        # Held-out families hold IR their training never showed: that is what a split measures,
-        # not a user's mistake, so the warning saying so is not repeated for every seed.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UnseenIrValuesWarning)
-            model = score_candidates(
-                seed_model.model, held, *ir_tables, allow_unseen_arch=config.allow_unseen_arch
-            )
+        model = score_candidates(
+            seed_model.model,
+            held,
+            *ir_tables,
+            allow_unseen_arch=config.allow_unseen_arch,
+            on_input_warning=_warn_unless_unseen_ir,
+        )
     ei = ei_settings(config)
     outcomes = []
     bounds = (

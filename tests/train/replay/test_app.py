@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,8 @@ import pytest
 
 from train.checkpoint import write_meta
 from train.cli import main as train_main
-from train.replay.app import Selection, default_out
+from train.predict import MissingInputsWarning, UnseenArchWarning, UnseenIrValuesWarning
+from train.replay.app import Selection, _warn_unless_unseen_ir, default_out
 from train.replay.cli import main
 from train.replay.strategies import STRATEGIES
 from train.replay.summary import FRACTIONS
@@ -289,7 +291,20 @@ def test_a_model_refuses_runs_of_an_arch_it_never_saw(harvested, trained, tmp_pa
     argv = ["--data", harvested, "--model", str(model), "--out", str(tmp_path / "r"), "--strategies", "model"]
     assert main(argv) == 2
     assert "trained on sm_90 only" in capsys.readouterr().err
-    assert main([*argv, "--allow-unseen-arch"]) == 0
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        assert main([*argv, "--allow-unseen-arch"]) == 0
+    kinds = {type(w.message) for w in told}
+    assert UnseenArchWarning in kinds  # allowed, but said
+    assert UnseenIrValuesWarning not in kinds  # what a held-out family is expected to hold
+
+
+def test_the_replay_passes_on_every_ranking_warning_but_unseen_ir_values():
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        for warning in (UnseenIrValuesWarning("ops"), MissingInputsWarning("flops"), UnseenArchWarning("sm_90")):
+            _warn_unless_unseen_ir(warning)
+    assert [type(w.message) for w in told] == [MissingInputsWarning, UnseenArchWarning]
 
 
 def test_a_model_without_a_split_replays_every_run_without_lightgbm(harvested, trained, tmp_path, capsys):
