@@ -296,12 +296,8 @@ def _check_keys(
 
 def _copies_verdict(table: pa.Table, key: tuple[str, ...]) -> str:
     """The end of the warning on copies of content-keyed rows that agree on the fixed columns:
-    whether they are the same row in every other (flat) column too."""
-    others = [
-        f.name
-        for f in table.schema
-        if f.name not in key and f.name != "schema_version" and not pa.types.is_nested(f.type)
-    ]
+    whether they are the same row in every other column too."""
+    others = [f.name for f in table.schema if f.name not in key and f.name != "schema_version"]
     differing = conflicting_copies(table, key, others)
     if not differing.extra:
         return " — identical content written twice; readers dedupe, `compact` removes"

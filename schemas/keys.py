@@ -28,14 +28,45 @@ readers refuse rather than silently drop (they could not tell which copy is righ
 
 _SEPARATOR = "\x1f"
 _NULL = "\x00"
+_ITEM_END = "\x1e"  # ends each item of a list's string, so [] and [""] differ
+
+
+def value_strings(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """One string per value of ``values`` that equals another value's string only when the
+    values are equal (nulls kept apart from every value; lists and structs too, item by item),
+    so nested columns can be grouped and compared like flat ones."""
+    if isinstance(values, pa.ChunkedArray):
+        return pa.chunked_array([value_strings(chunk) for chunk in values.chunks], pa.string())
+    kind = values.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        items = pc.binary_join_element_wise(value_strings(values.values), "", _ITEM_END)
+        lists = type(values).from_arrays(values.offsets, items, mask=values.is_null())
+        return pc.fill_null(pc.binary_join(lists, ""), _NULL)
+    if pa.types.is_struct(kind):
+        fields = [value_strings(field) for field in values.flatten()]
+        joined = pc.binary_join_element_wise(*fields, _ITEM_END) if fields else pa.nulls(len(values), pa.string())
+        return pc.if_else(values.is_valid(), joined, _NULL)
+    if pa.types.is_nested(kind):
+        raise TypeError(f"no string form for {kind}")  # maps, unions: no table has them
+    return pc.fill_null(pc.cast(values, pa.string()), _NULL)
+
+
+def flat(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """``table``'s ``columns``, the nested ones as :func:`value_strings` (grouping needs flat
+    values)."""
+    return pa.table(
+        {
+            name: value_strings(table.column(name)) if pa.types.is_nested(table.schema.field(name).type) else table.column(name)
+            for name in columns
+        }
+    )
 
 
 def key_strings(table: pa.Table, key: Sequence[str]) -> pa.ChunkedArray | pa.Array:
-    """One string per row of ``table`` joining its ``key`` columns (any types; nulls kept
-    apart from every value), so keys can be compared with ``is_in`` and hashed as one column."""
-    parts = [
-        pc.fill_null(pc.cast(table.column(name), pa.string()), _NULL) for name in key
-    ]
+    """One string per row of ``table`` joining its ``key`` columns (any types, lists too;
+    nulls kept apart from every value), so keys can be compared with ``is_in`` and hashed as
+    one column."""
+    parts = [value_strings(table.column(name)) for name in key]
     if len(parts) == 1:
         return parts[0]
     return pc.binary_join_element_wise(*parts, _SEPARATOR)
@@ -135,7 +166,7 @@ def conflicting_copies(table: pa.Table, key: Sequence[str], fixed: Sequence[str]
         return RepeatedKeys(tuple(key), 0, None)
     identity = [*key, *fixed]
     # only copies can differ: group the few of them, not every row on every fixed column
-    copies = copied_rows(table.select(identity), key)
+    copies = flat(copied_rows(table.select(identity), key), identity)
     versions = copies.group_by(identity, use_threads=False).aggregate([])
     return repeated_keys(versions, key)
 

@@ -344,7 +344,8 @@ class TableSpec:
     Copies of a key that differ there are refused (readers, ``check``, ``compact``), and a
     file replaces another only if it holds each of its rows with these values
     (:mod:`schemas.replacement`). IR tables: the columns that derive from what ``ir_id``
-    hashes, the IR text without source locations (:data:`IR_UNHASHED`, nested columns aside).
+    hashes, the IR text without source locations (:data:`IR_UNHASHED`), list columns such as
+    a node's ``shape`` included (compared through :func:`schemas.keys.value_strings`).
     """
 
     @property
@@ -362,13 +363,10 @@ the compile, not read from the hashed text."""
 
 
 def _ir_fixed(schema: pa.Schema, key: tuple[str, ...]) -> tuple[str, ...]:
-    """The columns copies of an IR row share: every flat column but the key, the version and
-    :data:`IR_UNHASHED` (list columns are left out: key strings and grouping need flat values)."""
-    return tuple(
-        f.name
-        for f in schema
-        if f.name not in (*key, "schema_version", *IR_UNHASHED) and not pa.types.is_nested(f.type)
-    )
+    """The columns copies of an IR row share: every column but the key, the version and
+    :data:`IR_UNHASHED`; list columns too (a node's ``shape`` derives from the hashed text like
+    its ``dtype``: a copy that differs there is not the graph its id names)."""
+    return tuple(f.name for f in schema if f.name not in (*key, "schema_version", *IR_UNHASHED))
 
 
 def _ir_spec(name: str, schema: pa.Schema, key: tuple[str, ...]) -> TableSpec:

@@ -79,6 +79,27 @@ def test_content_keyed_ir_copies_that_differ_are_refused_not_deduplicated(datase
         scan_table(dataset, "ir_nodes").collect()
 
 
+def test_content_keyed_ir_copies_that_differ_in_a_list_column_are_refused(dataset):
+    """The gap: list columns (a node's shape, its layout's warps_per_cta) were left out of the
+    comparison of copies, so a copy with another shape was taken for the same row and both
+    readers read whichever copy came first by path. Copies that agree in them are still read once."""
+    from schemas import ConflictingCopiesError
+
+    writer = DatasetWriter(dataset)
+    shaped = [{**row, "shape": [1, 1024], "warps_per_cta": [4, 1]} for row in sample_rows(5)["ir_nodes"]]
+    writer.write("ir_nodes", shaped)
+    writer.write("ir_nodes", shaped)  # the same rows again: a retried write
+    assert read_table(dataset, "ir_nodes").num_rows == 8  # the dataset's 6 and these 2
+    writer.write("ir_nodes", [{**row, "shape": [2, 2048]} for row in shaped])
+    pattern = "ir_nodes: 2 copy.*shape.*ir_id=ir00000000000005"
+    with pytest.raises(ConflictingCopiesError, match=pattern):
+        read_table(dataset, "ir_nodes")
+    with pytest.raises(ConflictingCopiesError, match=pattern):
+        read_table(dataset, "ir_nodes", columns=["node_id"])
+    with pytest.raises(ConflictingCopiesError, match=pattern):
+        scan_table(dataset, "ir_nodes").collect()
+
+
 def test_content_keyed_ir_copies_differing_only_in_locations_are_deduplicated(dataset):
     """Copies compiled from another path or line: the same IR (ir_id hashes it without source
     locations), read once; the check of the copies is remembered for the file set."""
