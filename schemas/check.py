@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.card import Card, card_losses, read_card
-from schemas.errors import DatasetError, MixedTimingError, StorageError
+from schemas.errors import DatasetError, FileVanishedError, MixedTimingError, StorageError
 from schemas.harvests import TIMED_AS, one_harvest, timed_alike
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import live_holders, maintenance_lock
@@ -26,6 +26,7 @@ from schemas.reader import (
     COMMIT_KEY,
     TableFiles,
     _read_files,
+    file_statistics_problems,
     incomplete_runs,
     only_committed,
     stable,
@@ -106,6 +107,7 @@ def check_dataset(
             found_by_table[name], tables[name] = read
     for name, table in tables.items():
         report.rows[name] = table.num_rows
+    _check_statistics(loc, found_by_table, report)
     _check_keys(loc, tables, found_by_table, report)
     _check_joins(tables, report, live_holders(loc))
     _check_unnamed_graph_sizes(loc, tables, report)
@@ -177,6 +179,21 @@ def _read_table(
             "(ignored by readers; `compact` removes them)"
         )
     return found, table
+
+
+def _check_statistics(loc: Location, found_by_table: dict[str, TableFiles], report: CheckReport) -> None:
+    """Every live file's row-group statistics against its data (readers verify them once per
+    file set before a filter prunes by them; plain readers never do)."""
+    for found in found_by_table.values():
+        for path in (*found.current, *found.older):
+            try:
+                problems = file_statistics_problems(loc, path)
+            except FileVanishedError:
+                continue  # replaced by a concurrent compact: the merged file is read instead
+            except DatasetError as exc:
+                report.problems.append(str(exc))
+                continue
+            report.problems.extend(f"{path}: {problem}" for problem in problems)
 
 
 def _fix(

@@ -62,7 +62,7 @@ from schemas.storage import (
     vanished,
 )
 from schemas.tables import SCHEMA_VERSION, table_spec
-from schemas.validate import file_problems, layout_problems
+from schemas.validate import file_problems, flat_columns, layout_problems, statistics_problems
 from schemas.writer import conform
 
 if TYPE_CHECKING:
@@ -317,6 +317,34 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
     return True
 
 
+def file_statistics_problems(loc: Location, path: str) -> list[str]:
+    """:func:`schemas.validate.statistics_problems` of the file at ``path`` (its flat
+    columns read)."""
+    metadata = read_footer(loc, path)
+    return statistics_problems(metadata, read_file(loc, path, flat_columns(metadata)))
+
+
+def require_true_statistics(loc: Location, table: str, found: TableFiles) -> None:
+    """Raise :class:`CorruptFileError` naming the first current-version file of ``found``
+    whose row-group statistics do not hold its data, before a filter is pushed into a read
+    of those files: pyarrow and polars skip a row group by its statistics, so a lying footer
+    would drop rows from filtered reads only. Older files are filtered after reading, never
+    pruned. Checked once per file set (:mod:`schemas.verdicts`): it reads every flat column."""
+    slot = table + STATISTICS_VERDICT
+    if verdicts.known(loc, slot, found.stats):
+        return
+    for path in found.current:
+        problems = file_statistics_problems(loc, path)
+        if problems:
+            raise CorruptFileError(path, problems[0])
+    verdicts.remember(loc, slot, found.stats)
+
+
+STATISTICS_VERDICT = "+statistics"
+"""Suffix of the verdict slot of "the table's files' row-group statistics hold their data"
+(:func:`require_true_statistics`)."""
+
+
 COPIES_AGREE = "+copies"
 """Suffix of the verdict slot of "the table's copies of a content key agree on its fixed
 columns" (:func:`keys_unique`): readers then drop the copies without comparing them again."""
@@ -355,6 +383,8 @@ def _gated_read(loc: Location, table: str, columns: list[str] | None, expression
     if not known and table in UNIQUE_KEYED:  # a repeat raises: the keys alone decide
         keys = _read_files(loc, table, found, list(table_spec(table).key), None)
     unique = keys_unique(loc, table, found, keys)
+    if expression is not None:  # a filter prunes row groups by their statistics
+        require_true_statistics(loc, table, found)
     if columns is not None and not unique:
         columns = columns + [k for k in table_spec(table).key if k not in columns]
     return _Gated(found, _read_files(loc, table, found, columns, expression), unique, keys)
@@ -594,14 +624,17 @@ def _lazy_frame(
     if table in CONTENT_KEYED and not keys_unique(loc, table, found):
         frame = frame.unique(subset=list(table_spec(table).key), keep="first", maintain_order=True)
     complete = commits is None or verdicts.known(loc, COMPLETE_VERDICT, (*found.stats, *commits.found.stats))
-    if table in UNIQUE_KEYED and not (verdicts.known(loc, table, found.stats) and complete):
+    keyed = table in UNIQUE_KEYED and not (verdicts.known(loc, table, found.stats) and complete)
+    if keyed or not verdicts.known(loc, table + STATISTICS_VERDICT, found.stats):
         check = _KeyCheck(loc, table, found, commits)
         if found.rows == 0:  # polars calls no function on an empty scan; nothing to read anyway
             check(pl.DataFrame())
         # Filters stay above the check until it has passed for this file set: polars calls a
         # function on no batch when a filter pushed into the scan leaves no row, and a filter
         # that matches nothing stored (the rows of a run whose file was lost) is exactly where
-        # the lost rows would have been. Frames made once the verdict is known skip the check.
+        # the lost rows would have been; a filter pushed into the scan also skips row groups
+        # by their statistics, which the check verifies. Frames made once the verdicts are
+        # known skip the check.
         frame = frame.map_batches(
             check,
             predicate_pushdown=False,
@@ -623,7 +656,8 @@ def _every_row_committed(found: TableFiles, commits: _Commits) -> bool:
 
 class _KeyCheck:
     """Passes batches through unchanged; before the first, checks the table's keys (the
-    verdict of :func:`keys_unique`) and, given ``commits``, that every committed run is whole
+    verdict of :func:`keys_unique`), its files' statistics (:func:`require_true_statistics`)
+    and, given ``commits``, that every committed run is whole
     (:func:`require_complete_runs`), so :func:`scan_table` costs nothing until collected."""
 
     def __init__(self, loc: Location, table: str, found: TableFiles, commits: _Commits | None = None) -> None:
@@ -641,5 +675,6 @@ class _KeyCheck:
 
     def _check(self, found: TableFiles) -> None:
         keys_unique(self.loc, self.table, found)
+        require_true_statistics(self.loc, self.table, found)
         if self.commits is not None:
             require_complete_runs(self.loc, found, self.commits)

@@ -275,8 +275,9 @@ def partition_values(loc: Location, table: str, path: str) -> dict[str, str]:
 
 
 def read_footer(loc: Location, path: str) -> pq.FileMetaData:
-    """Parquet footer of ``path``; CorruptFileError naming the file when unreadable, or when
-    a column chunk's physical type is not its schema column's (:func:`chunk_type_problem`)."""
+    """Parquet footer of ``path``; CorruptFileError naming the file when unreadable, when
+    a column chunk's physical type is not its schema column's (:func:`chunk_type_problem`),
+    or when its row counts disagree (:func:`row_count_problem`)."""
     try:
         with loc.fs.open_input_file(path) as handle:
             metadata = pq.ParquetFile(handle).metadata
@@ -284,10 +285,33 @@ def read_footer(loc: Location, path: str) -> pq.FileMetaData:
         if vanished(loc, path):
             raise FileVanishedError(path) from exc
         raise CorruptFileError(path, exc) from exc
-    problem = chunk_type_problem(metadata)
+    problem = chunk_type_problem(metadata) or row_count_problem(metadata)
     if problem:
         raise CorruptFileError(path, problem)
     return metadata
+
+
+def row_count_problem(metadata: pq.FileMetaData) -> str | None:
+    """What is wrong when the footer's row counts disagree: the file's ``num_rows`` with its
+    row groups', or a row group's with the values of a flat column chunk (one value per row,
+    nulls included). Readers read as many rows as a row group says, and ``scan_table`` takes
+    the file's count for the rows stored, so a count one short drops a row or lets an
+    uncommitted one through; one flipped footer bit, which no checksum covers, does it."""
+    groups = [metadata.row_group(group) for group in range(metadata.num_row_groups)]
+    held = sum(group.num_rows for group in groups)
+    if held != metadata.num_rows:
+        return f"footer: says {metadata.num_rows} rows, its row groups hold {held} rows (a damaged footer)"
+    schema = metadata.schema
+    flat = [i for i in range(len(schema)) if schema.column(i).max_repetition_level == 0]
+    for index, group in enumerate(groups):
+        for column in flat:
+            chunk = group.column(column)
+            if chunk.num_values != group.num_rows:
+                return (
+                    f"footer: row group {index} says {group.num_rows} rows, its column chunk "
+                    f"{chunk.path_in_schema!r} {chunk.num_values} values (a damaged footer)"
+                )
+    return None
 
 
 def chunk_type_problem(metadata: pq.FileMetaData) -> str | None:

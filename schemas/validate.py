@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from schemas.history import declared_schema
@@ -162,6 +163,60 @@ def partition_problems(
                     f"column {key!r} holds {', '.join(other)} but the file is under {key}={value}/"
                 )
     return problems
+
+
+def flat_columns(metadata: pq.FileMetaData) -> list[str]:
+    """The top-level columns of a file that are one Parquet column each (not lists or
+    structs): those whose row-group statistics filters prune by."""
+    schema = metadata.schema
+    return [
+        schema.column(i).path
+        for i in range(len(schema))
+        if schema.column(i).max_repetition_level == 0 and "." not in schema.column(i).path
+    ]
+
+
+def statistics_problems(metadata: pq.FileMetaData, rows: pa.Table) -> list[str]:
+    """Row groups whose footer statistics of a flat column do not hold its data: a null count
+    other than the data's, or a min/max range that leaves values out. Filters (the readers',
+    pyarrow's, polars', duckdb's) skip a row group by those statistics, so such a file loses
+    rows from filtered reads only, and this validation's null and partition checks trust them.
+    ``rows``: the file's :func:`flat_columns` as stored, in order (row groups back to back)."""
+    problems = []
+    start = 0
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            if chunk.path_in_schema not in rows.column_names or not chunk.is_stats_set:
+                continue
+            values = rows.column(chunk.path_in_schema).slice(start, row_group.num_rows)
+            wrong = _untrue_statistics(chunk.statistics, values)
+            if wrong:
+                problems.append(
+                    f"row group {group}: the footer's statistics of column {chunk.path_in_schema!r} "
+                    f"say {wrong} (a damaged footer or a foreign writer: filtered reads would skip rows)"
+                )
+        start += row_group.num_rows
+    return problems
+
+
+def _untrue_statistics(stats: pq.Statistics, values: pa.ChunkedArray) -> str | None:
+    """What ``stats`` (one column chunk's) say that ``values`` (its data) contradict."""
+    if stats.has_null_count and stats.null_count != values.null_count:
+        return f"{stats.null_count} null(s); the data holds {values.null_count}"
+    if not stats.has_min_max or values.null_count == len(values):
+        return None
+    if pa.types.is_dictionary(values.type):  # a foreign writer's encoding: same values
+        values = pc.cast(values, values.type.value_type)
+    try:
+        low, high = pc.min_max(values).values()
+        stated_low, stated_high = (pa.scalar(v, values.type) for v in (stats.min, stats.max))
+    except (pa.ArrowException, TypeError, ValueError):
+        return None  # a type without an order or whose statistics do not convert back
+    if pc.less(low, stated_low).as_py() or pc.greater(high, stated_high).as_py():
+        return f"values from {stats.min!r} to {stats.max!r}; the data holds {low.as_py()!r} to {high.as_py()!r}"
+    return None
 
 
 DATA_FILE_PREFIX = "part-"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -466,6 +467,79 @@ def test_a_flipped_bit_inside_a_page_is_refused_not_read(dataset):
     with pytest.raises(CorruptFileError, match=victim.name):
         read_table(dataset, "measurements", columns=["median_ms"], committed_only=False)
     assert any(victim.name in p for p in check_dataset(dataset).problems)
+
+
+def _patch_footer(path: Path, old: bytes, new: bytes, *, takes: Callable[[pq.FileMetaData], bool]) -> None:
+    """Rewrite the first occurrence of ``old`` in the footer of ``path`` (Thrift compact
+    encoding) to ``new`` after which ``takes(footer)`` holds: a footer that disagrees with the
+    data it describes, as a bit flip or another writer would leave it (no checksum covers it)."""
+    original = path.read_bytes()
+    start = len(original) - 8 - int.from_bytes(original[-8:-4], "little")
+    offset = original.find(old, start)
+    while offset >= 0:
+        path.write_bytes(original[:offset] + new + original[offset + len(old):])
+        try:
+            if takes(pq.ParquetFile(path).metadata):
+                return
+        except (OSError, pa.ArrowException):
+            pass
+        offset = original.find(old, offset + 1)
+    pytest.fail(f"no {old!r} in the footer of {path.name} whose change gives the footer wanted")
+
+
+def _understate_file_rows(path: Path) -> None:
+    """FileMetaData.num_rows (field 3, an i64: 0x16, zigzag varint) one less than the rows
+    its row groups hold."""
+    rows = pq.ParquetFile(path).metadata.num_rows
+    _patch_footer(path, bytes([0x16, rows * 2]), bytes([0x16, rows * 2 - 2]), takes=lambda m: m.num_rows == rows - 1)
+
+
+def _understate_group_rows(path: Path) -> None:
+    """The first row group's num_rows one less than its column chunks' values."""
+    rows = pq.ParquetFile(path).metadata.num_rows
+    _patch_footer(
+        path,
+        bytes([0x16, rows * 2]),
+        bytes([0x16, rows * 2 - 2]),
+        takes=lambda m: m.num_rows == rows and m.row_group(0).num_rows == rows - 1,
+    )
+
+
+@pytest.mark.parametrize("understate", [_understate_file_rows, _understate_group_rows], ids=["file", "row-group"])
+def test_a_footer_that_counts_fewer_rows_than_its_data_is_refused(dataset, understate):
+    """The gap: scan_table took the footers' row counts for the rows stored, so a file whose
+    footer said one row less than it holds let an uncommitted row through (the semi join on
+    committed runs was left out as needless); a row group saying one row less made both
+    readers drop its last row. Both are footer damage, caught from the footer alone."""
+    victim = sorted(Path(dataset, "measurements").rglob("*.parquet"))[0]
+    understate(victim)
+    for read in (
+        lambda: read_table(dataset, "measurements"),
+        lambda: read_table(dataset, "measurements", columns=["median_ms"], committed_only=False),
+        lambda: scan_table(dataset, "measurements").collect(),
+    ):
+        with pytest.raises(CorruptFileError, match=f"{victim.name}.*rows"):
+            read()
+    assert any(victim.name in p and "rows" in p for p in check_dataset(dataset).problems)
+
+
+def test_footer_statistics_that_do_not_hold_the_data_are_refused(dataset):
+    """The gap: a file whose row-group statistics say the status column holds values up to
+    'oa' (its data: 'ok') passed `check`, and a read filtered on status == 'ok' skipped the
+    row group by those statistics: two committed rows vanished from the filtered read
+    without a word. The statistics are now checked against the data before they are trusted."""
+    victim = sorted(Path(dataset, "measurements").rglob("*.parquet"))[0]
+    group = pq.ParquetFile(victim).metadata.row_group(0)
+    status = next(i for i in range(group.num_columns) if group.column(i).path_in_schema == "status")
+    _patch_footer(victim, b"\x02ok", b"\x02oa", takes=lambda m: m.row_group(0).column(status).statistics.max == "oa")
+    assert pq.read_table(victim, filters=[("status", "=", "ok")]).num_rows == 0  # what a plain read now sees
+    problems = [p for p in check_dataset(dataset).problems if victim.name in p]
+    assert len(problems) == 1 and "'status'" in problems[0] and "statistics" in problems[0], problems
+    pattern = f"{victim.name}.*statistics of column 'status'"
+    with pytest.raises(CorruptFileError, match=pattern):
+        read_table(dataset, "measurements", filters=[("status", "=", "ok")])
+    with pytest.raises(CorruptFileError, match=pattern):
+        scan_table(dataset, "measurements").filter(pl.col("status") == "ok").collect()
 
 
 def _flip_a_chunk_type(path: Path) -> None:
