@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from corpus.destination import probe_out
+from corpus.destination import out_as_found_unless_work, probe_out
 from corpus.harvest.settings import interpreter_selected, select_interpreter
 from corpus.record.recorder import Recorder, RecordError, RecordOptions, RecordSummary
 from corpus.record.workload import Workload, run_workload
@@ -78,11 +78,16 @@ def format_summary(out: str, summary: RecordSummary) -> str:
 def record_workload(command: RecordCommand, out: TextIO | None = None) -> int:
     """Run the workload under the recorder; returns the workload's exit status. An interrupt
     (Ctrl-C) leaves every finished tuning committed and is re-raised. A wrong ``--out`` is
-    :class:`corpus.destination.OutRefused`, before the workload starts."""
+    :class:`corpus.destination.OutRefused`, before the workload starts; that and any other
+    refusal before the workload starts (a device that is not there) leave ``--out`` as they
+    found it (:func:`corpus.destination.out_as_found_unless_work`). Once the workload starts,
+    ``--out`` is a dataset, whatever the workload does."""
     out = out or sys.stderr
-    probe_out(command.options.out, force=command.force_out)  # a bad --out must not cost the workload
-    choose_device(command.device)
-    recorder = Recorder(command.options, warn_at_exit=False)  # the summary below says it all
+    with out_as_found_unless_work(command.options.out) as work_begins:
+        probe_out(command.options.out, force=command.force_out)  # a bad --out must not cost the workload
+        choose_device(command.device)
+        recorder = Recorder(command.options, warn_at_exit=False)  # the summary below says it all
+        work_begins()
     try:
         with recorder:
             status = run_workload(command.workload)

@@ -187,6 +187,22 @@ def test_out_that_is_no_dataset_is_refused_before_the_workload_runs(
     assert (project / "README.md").read_text() == "# My project\n"
 
 
+def test_a_device_refused_after_the_out_probe_leaves_out_as_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gap: the --out probe makes the dataset's table directories, and a refusal after it
+    (--device cuda without CUDA, or with TRITON_INTERPRET set) left them, and the new --out,
+    behind; the harvest and the import take them away again."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # refused on any machine: no CUDA, or the interpreter on
+    marker = tmp_path / "ran"
+    script = tmp_path / "workload.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    out = tmp_path / "new" / "d"
+    assert main(["--out", str(out), "--device", "cuda", "--", sys.executable, str(script)]) == 2
+    assert "error: --device cuda" in capsys.readouterr().err
+    assert not marker.exists() and not (tmp_path / "new").exists()
+
+
 def test_a_workload_module_that_does_not_exist_is_refused_before_out_is_made(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
