@@ -38,10 +38,13 @@ def value_strings(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Ar
     if isinstance(values, pa.ChunkedArray):
         return pa.chunked_array([value_strings(chunk) for chunk in values.chunks], pa.string())
     kind = values.type
+    if _is_list_view(kind):  # another writer's representation of a list (rare): as the list
+        values = pa.array(values.to_pylist(), pa.list_(kind.value_type))
+        kind = values.type
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         items = pc.binary_join_element_wise(value_strings(values.values), "", _ITEM_END)
-        lists = type(values).from_arrays(values.offsets, items, mask=values.is_null())
-        return pc.fill_null(pc.binary_join(lists, ""), _NULL)
+        joined = pc.binary_join(type(values).from_arrays(values.offsets, items), "")
+        return pc.if_else(values.is_valid(), joined, _NULL)  # a null list's offsets may span items
     if pa.types.is_struct(kind):
         fields = [value_strings(field) for field in values.flatten()]
         joined = pc.binary_join_element_wise(*fields, _ITEM_END) if fields else pa.nulls(len(values), pa.string())
@@ -49,6 +52,11 @@ def value_strings(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Ar
     if pa.types.is_nested(kind):
         raise TypeError(f"no string form for {kind}")  # maps, unions: no table has them
     return pc.fill_null(pc.cast(values, pa.string()), _NULL)
+
+
+def _is_list_view(kind: pa.DataType) -> bool:
+    views = [getattr(pa.types, name, None) for name in ("is_list_view", "is_large_list_view")]
+    return any(view is not None and view(kind) for view in views)  # pyarrow >= 16 has them
 
 
 def flat(table: pa.Table, columns: Sequence[str]) -> pa.Table:

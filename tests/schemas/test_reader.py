@@ -101,6 +101,23 @@ def test_content_keyed_ir_copies_that_differ_in_a_list_column_are_refused(datase
         scan_table(dataset, "ir_nodes").collect()
 
 
+def test_list_values_compare_equal_only_when_equal_whatever_their_layout():
+    """The string form copies of a list column are compared by: null, [], [None] and [0] are
+    four values; a value reads the same from a slice, another chunking, a large_list or a
+    list_view (other writers' representations), as rows of a file read in batches come."""
+    from schemas.keys import value_strings
+
+    values = pa.array([[1, 2], [], None, [None], [0], [12]], pa.list_(pa.int64()))
+    whole = value_strings(values).to_pylist()
+    assert len(set(whole)) == len(whole)
+    assert value_strings(values.slice(2, 3)).to_pylist() == whole[2:5]
+    assert value_strings(pa.chunked_array([values.slice(3), values.slice(0, 3)])).to_pylist() == whole[3:] + whole[:3]
+    assert value_strings(values.cast(pa.large_list(pa.int64()))).to_pylist() == whole
+    assert value_strings(pa.array(values.to_pylist(), pa.list_view(pa.int64()))).to_pylist() == whole
+    nested = pa.array([[[1, 2]], [[1], [2]], [[]], []], pa.list_(pa.list_(pa.int64())))
+    assert len(set(value_strings(nested).to_pylist())) == 4
+
+
 def test_content_keyed_ir_copies_differing_only_in_locations_are_deduplicated(dataset):
     """Copies compiled from another path or line: the same IR (ir_id hashes it without source
     locations), read once; the check of the copies is remembered for the file set."""
