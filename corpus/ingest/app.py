@@ -139,17 +139,17 @@ def _check(config: IngestConfig) -> None:
     if config.format == "helion":
         inputs += [config.meta or sidecar, config.log.with_suffix(".sources.csv")]
     for path in inputs:
-        if path.is_file():
-            _check_utf8(path)
+        if path.is_file():  # Helion writes plain text; tritonparse may gzip (open_trace reads it)
+            _check_utf8(path, compressed=config.format == "tritonparse")
     probe_out(config.out, force=config.force_out)
 
 
-def _check_utf8(path: Path, chunk_bytes: int = 1 << 20) -> None:
+def _check_utf8(path: Path, compressed: bool, chunk_bytes: int = 1 << 20) -> None:
     """Refuse, naming the file and the byte, a log that is not UTF-8 text (both tools write
     UTF-8; anything else is the wrong file or a damaged one)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
-    with open_trace(path) as handle:
+    with open_trace(path) if compressed else path.open("rb") as handle:
         while True:
             chunk = handle.read(chunk_bytes)
             try:

@@ -72,6 +72,8 @@ class Compilation:
     source_path: str | None
     ir_texts: dict[str, str]
     compile_time_s: float | None
+    arg_names: list[str] = field(default_factory=list)
+    """The kernel's parameters in order (``src_attrs`` and ``src_constants`` key them by index)."""
     graphs: dict[str, tuple[str, dict[str, Any]]] | None = None
 
 
@@ -163,52 +165,106 @@ def _compilation(line: int, event: Mapping[str, Any]) -> Compilation:
         source_path=python.get("file_path"),
         ir_texts=texts,
         compile_time_s=None if metadata.get("cache_hit") or not times else total_us / 1e6,
+        arg_names=names,
     )
 
 
 def read_trace(path: Path, problems: Problems) -> Trace:
-    """Every usable event of the trace; the rest go to ``problems``."""
+    """Every usable event of the trace; the rest go to ``problems``. A trace cut off inside a
+    record (the writer was stopped, as a crash stops it) keeps the records before the cut."""
     trace = Trace()
-    for line, text in _lines(path):
-        try:
-            event = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.report(path, line, f"not JSON ({exc.msg})")
-            continue
-        kind = event.get("event_type") if isinstance(event, dict) else None
-        if kind in DERIVED_EVENTS:
-            trace.derived[kind] += 1
-            continue
-        if kind not in KNOWN_EVENTS:
-            problems.report(path, line, f"unknown event type {kind!r}")
-            continue
-        try:
-            if kind == "compilation":
-                trace.compilations.append(_compilation(line, event))
-            elif kind == "autotune":
-                parse_config_text(str(event["best_config"]))  # validate before use
-                trace.autotunes.append((line, event))
-            else:
-                trace.launches.append((line, event))
-        except (KeyError, TypeError, ValueError, IndexError, SyntaxError) as exc:
-            problems.report(path, line, f"malformed {kind} event ({type(exc).__name__}: {exc})")
+    with open_trace(path) as handle:
+        line, cut_reported = 0, False
+        for line, text in _lines(handle):
+            cut_reported = _read_event(trace, path, line, text, problems)
+        if getattr(handle.raw, "cut", False) and not cut_reported:  # cut between two records
+            problems.report(path, line + 1, CUT_OFF)
     return trace
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with open_trace(path) as handle:
-        for number, text in enumerate(io.TextIOWrapper(handle, encoding="utf-8"), 1):
-            if text.strip():
-                yield number, text
+CUT_OFF = "cut off: the trace ends inside this record (its writer was stopped?)"
+
+
+def _read_event(trace: Trace, path: Path, line: int, text: str, problems: Problems) -> bool:
+    """Add the event on ``line`` to ``trace`` or report it; True when it was cut off."""
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = not text.endswith("\n")  # the last line without its newline: the file ends in it
+        problems.report(path, line, CUT_OFF if cut else f"not JSON ({exc.msg})")
+        return cut
+    kind = event.get("event_type") if isinstance(event, dict) else None
+    if kind in DERIVED_EVENTS:
+        trace.derived[kind] += 1
+        return False
+    if kind not in KNOWN_EVENTS:
+        problems.report(path, line, f"unknown event type {kind!r}")
+        return False
+    try:
+        if kind == "compilation":
+            trace.compilations.append(_compilation(line, event))
+        elif kind == "autotune":
+            parse_config_text(str(event["best_config"]))  # validate before use
+            trace.autotunes.append((line, event))
+        else:
+            trace.launches.append((line, event))
+    except (KeyError, TypeError, ValueError, IndexError, SyntaxError) as exc:
+        problems.report(path, line, f"malformed {kind} event ({type(exc).__name__}: {exc})")
+    return False
+
+
+def _lines(handle: BinaryIO) -> Iterator[tuple[int, str]]:
+    for number, text in enumerate(io.TextIOWrapper(handle, encoding="utf-8"), 1):
+        if text.strip():
+            yield number, text
+
+
+class _CutTolerant(io.RawIOBase):
+    """A gzip stream read up to where it was cut off: the bytes before the cut, then the end
+    (``cut`` set) -- gzip raises ``EOFError`` there, losing the whole records before it."""
+
+    def __init__(self, inner: BinaryIO) -> None:
+        self.inner = inner
+        self.cut = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.cut:
+            return 0
+        try:  # read1: what one step decompressed, so the EOFError loses none of it
+            data = self.inner.read1(len(buffer))  # type: ignore[attr-defined]
+        except EOFError:
+            self.cut = True
+            return 0
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""First bytes of a gzip member and of a zstd frame: tritonparse's ``TRITON_TRACE_COMPRESSION=gzip``
+(or ``zstd``) writes each record as a member (frame) of its own into ``*.bin.ndjson``."""
 
 
 def open_trace(path: Path) -> BinaryIO:
-    """The trace's bytes: the file, or its content when tritonparse wrote it gzipped
-    (``.ndjson.gz``). Raises :class:`IngestError` for a ``.zst`` trace (decompress it with
-    ``zstd -d`` first) or a ``.gz`` file that is not gzip."""
-    if path.suffix == ".zst":
-        raise IngestError(f"{path}: a zstd-compressed trace; decompress it first (zstd -d {path.name})")
-    if path.suffix != ".gz":
+    """The trace's bytes: the file, or its content when it is gzipped -- tritonparse's parsed
+    output (``.ndjson.gz``), or its raw trace written with ``TRITON_TRACE_COMPRESSION=gzip``
+    (``.bin.ndjson``: gzip members, one per record). Raises :class:`IngestError` for a zstd
+    trace (``.zst``, or ``.bin.ndjson`` written with ``TRITON_TRACE_COMPRESSION=zstd``:
+    decompress it first) or a ``.gz`` file that is not gzip."""
+    with path.open("rb") as probe:
+        magic = probe.read(4)
+    if path.suffix == ".zst" or magic == ZSTD_MAGIC:
+        raise IngestError(
+            f"{path}: a zstd-compressed trace; decompress it first (zstd -dc {path.name} > trace.ndjson)"
+        )
+    if path.suffix != ".gz" and not magic.startswith(GZIP_MAGIC):
         return path.open("rb")
     handle = gzip.open(path, "rb")  # noqa: SIM115  (the caller closes it)
     try:
@@ -216,7 +272,7 @@ def open_trace(path: Path) -> BinaryIO:
     except (OSError, EOFError) as exc:
         handle.close()
         raise IngestError(f"{path}: named .gz but not a gzip file ({exc})") from None
-    return handle  # type: ignore[return-value]
+    return io.BufferedReader(_CutTolerant(handle))  # type: ignore[arg-type,return-value]
 
 
 def graphs_of(compilation: Compilation) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -242,6 +298,43 @@ def _matches(compilation: Compilation, config: Config) -> bool:
     ):
         return False
     return all(compilation.constants.get(k) == v for k, v in config.kwargs.items())
+
+
+def _specialization_misses(compilation: Compilation, launch: Mapping[str, Any] | None) -> int:
+    """How many of the launch's integer and pointer arguments the compilation was specialized
+    for differently: Triton compiles one binary per specialization (an integer equal to 1 made a
+    constant; an integer, or a tensor's address, divisible by 16 marked ``tt.divisibility``),
+    so a config compiled for ``n = 128`` and again for ``n = 99`` has two compilation events,
+    and a tuning's IR is the one its call was specialized for. 0 without a launch to compare."""
+    attrs = compilation.metadata.get("src_attrs")
+    if not isinstance(attrs, Mapping):
+        return 0
+    misses = 0
+    for index, name in enumerate(compilation.arg_names):
+        info = ((launch or {}).get("extracted_args") or {}).get(name)
+        value = _specialized_value(info)
+        if value is None:
+            continue
+        if name in compilation.constants:
+            misses += compilation.constants[name] != value
+            continue
+        marked = ["tt.divisibility", 16] in (attrs.get(f"({index},)") or [])
+        misses += marked != (value % 16 == 0)
+    return misses
+
+
+def _specialized_value(info: Any) -> int | None:
+    """The integer Triton specializes on for one launch argument (a tensor's address), if any."""
+    if not isinstance(info, Mapping):
+        return None
+    if info.get("type") == "int" and isinstance(info.get("value"), int):
+        return int(info["value"])
+    if info.get("type") == "tensor" and isinstance(info.get("data_ptr"), str):
+        try:
+            return int(info["data_ptr"], 16)
+        except ValueError:
+            return None
+    return None
 
 
 def _launch_signature(
@@ -434,7 +527,9 @@ def autotune_runs(
         for text, values in (event.get("configs_timings") or {}).items():
             config = parse_config_text(text)
             status, timing, error = _timing(values)
-            compiled = next((c for c in compilations if _matches(c, config)), None)
+            matching = [c for c in compilations if _matches(c, config)]
+            # the first of those specialized as the tuned call was (min keeps trace order)
+            compiled = min(matching, key=lambda c: _specialization_misses(c, launch), default=None)
             graphs = graphs_of(compiled) if compiled is not None else {}
             ids = {level: ir for ir, (level, _) in graphs.items()}
             if compiled is not None:

@@ -2,6 +2,11 @@
 extra): ``python -m tests.corpus.ingest.make_tritonparse_fixture`` from the repository root
 (``... make_tritonparse_fixture two-sizes`` writes ``gelu_two_sizes.ndjson``: the same kernel
 tuned and launched on 100 elements, then on 1,000, as a workload calling it twice).
+``... make_tritonparse_fixture specializations DIR`` writes a trace into DIR, uncommitted (the
+tests run it): the kernel's two configs compiled, tuned and launched on 128 elements, then
+compiled again for 99 (Triton specializes ``n_elements`` on divisibility by 16: a second
+binary per config), tuned and launched; with ``TRITON_TRACE_COMPRESSION=gzip`` (or ``zstd``)
+in the environment tritonparse writes it compressed, as ``*.bin.ndjson``.
 
 What runs here without a GPU, and so what the fixture holds:
 
@@ -29,7 +34,7 @@ TWO_SIZES = OUT.with_name("gelu_two_sizes.ndjson")
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _compile(jit, config) -> str:  # type: ignore[no-untyped-def]
+def _compile(jit, config, size: int = 100) -> str:  # type: ignore[no-untyped-def]
     import torch
     import triton
     from triton.compiler import ASTSource
@@ -38,16 +43,18 @@ def _compile(jit, config) -> str:  # type: ignore[no-untyped-def]
     from extract.compile import parse_target
 
     target = parse_target("sm_90")
-    x = torch.empty(100, device="meta")
+    x = torch.empty(size, device="meta")
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages, "num_ctas": 1}
     spec = triton_compat.specialize(
-        jit, {"x_ptr": x, "out_ptr": x, "n_elements": 100, **config.kwargs}, target, options
+        jit, {"x_ptr": x, "out_ptr": x, "n_elements": size, **config.kwargs}, target, options
     )
     source = ASTSource(jit, spec.signature, spec.constexprs, spec.attrs)
     return triton.compile(source, target=target, options=dict(spec.options)).metadata.hash
 
 
-def generate(folder: Path, sizes: tuple[int, ...] = (100,)) -> Path:
+def generate(folder: Path, sizes: tuple[int, ...] = (100,), compile_each: bool = False) -> Path:
+    """Write the trace into ``folder``; ``compile_each``: the configs are compiled again for
+    each size (before its tuning, as the autotuner compiles what it benchmarks), not once."""
     import torch
     import tritonparse.structured_logging as tsl
     from triton import knobs
@@ -58,9 +65,11 @@ def generate(folder: Path, sizes: tuple[int, ...] = (100,)) -> Path:
     tsl.init(str(folder), enable_full_python_source=True)
     tuner = workload.gelu_kernel
     configs = tuner.configs[:2]
-    for config in configs:
+    for config in configs if not compile_each else ():
         _compile(tuner.fn, config)
     for size in sizes:  # each call: its tuning, the key served from the cache, its launch
+        for config in configs if compile_each else ():
+            _compile(tuner.fn, config, size)
         scale = size / 100
         timings = {
             configs[0]: [0.0123 * scale, 0.0120 * scale, 0.0127 * scale],
@@ -96,6 +105,10 @@ def generate(folder: Path, sizes: tuple[int, ...] = (100,)) -> Path:
     return next(folder.glob("*.ndjson"))
 
 
+SPECIALIZED_SIZES = (128, 99)
+"""Sizes of the ``specializations`` trace: 128 is divisible by 16, 99 is not."""
+
+
 def neutral_paths(text: str) -> str:
     text = text.replace(str(REPO) + "/", "")
     text = re.sub(r"/[^\"]*?/site-packages/", "site-packages/", text)
@@ -105,6 +118,9 @@ def neutral_paths(text: str) -> str:
 if __name__ == "__main__":
     import sys
 
+    if sys.argv[1:2] == ["specializations"]:
+        print(generate(Path(sys.argv[2]), SPECIALIZED_SIZES, compile_each=True))
+        sys.exit(0)
     two_sizes = sys.argv[1:] == ["two-sizes"]
     out = TWO_SIZES if two_sizes else OUT
     with tempfile.TemporaryDirectory() as scratch:

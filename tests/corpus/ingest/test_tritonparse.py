@@ -3,7 +3,11 @@ make_tritonparse_fixture.py): rows, ids shared with corpus.record, graphs, bad l
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,13 +19,13 @@ from corpus.destination import OutRefused
 from corpus.ingest.__main__ import main
 from corpus.ingest.app import INGEST_LOCK, IngestConfig, ingest
 from corpus.ingest.problems import IngestError
-from corpus.ingest.tritonparse import parse_config_text
+from corpus.ingest.tritonparse import CUT_OFF, parse_config_text
 from schemas import DatasetError, read_table
 from schemas.check import check_dataset
 from schemas.identity import config_id, kernel_id
 from schemas.locking import FileLock
 from schemas.storage import resolve
-from tests.corpus.record.conftest import WORKLOAD
+from tests.corpus.record.conftest import REPO, WORKLOAD
 from tests.faultfs import FaultPlan, faulty_storage, faulty_url
 
 TRACE = Path(__file__).resolve().parent / "fixtures" / "tritonparse" / "gelu.ndjson"
@@ -390,3 +394,73 @@ def test_without_a_literal_key_only_a_value_one_argument_holds_is_named() -> Non
     key = "(64, 2, True, 'torch.float32')"
     assert _problem(key, launch, None, {"BLOCK"}) == ({"K": 2, "flag": 1}, {"flag": 1})
     assert _problem(key, launch, ["H", "K", "flag"], {"BLOCK"}) == ({"H": 64, "K": 2, "flag": 1}, {"flag": 1})
+
+
+def _written_by_tritonparse(folder: Path, compression: str) -> Path:
+    """The ``specializations`` trace (make_tritonparse_fixture.py), written by tritonparse in its
+    own process with ``TRITON_TRACE_COMPRESSION=compression`` (read when it is imported)."""
+    pytest.importorskip("tritonparse.structured_logging", reason="the trace extra (tritonparse) is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_TRACE_COMPRESSION"] = compression
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "tests.corpus.ingest.make_tritonparse_fixture", "specializations", str(folder)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def gzip_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _written_by_tritonparse(tmp_path_factory.mktemp("tritonparse-gzip"), "gzip")
+
+
+def test_each_tuning_gets_the_compilations_of_its_own_specialization(gzip_trace: Path, tmp_path: Path) -> None:
+    """The gap: a config compiled for 128 elements and again for 99 (Triton specializes
+    ``n_elements`` on divisibility by 16) has two compilation events, and both tunings' rows
+    took the first -- the 99-element tuning got the IR, hash and compile time of a binary its
+    call never ran. Also: tritonparse's own gzip output (``*.bin.ndjson``, refused before as
+    "not UTF-8 text") imports as it is."""
+    assert gzip_trace.name.endswith(".bin.ndjson") and gzip_trace.read_bytes()[:2] == b"\x1f\x8b"
+    out = tmp_path / "d"
+    summary = _ingest(out, log=gzip_trace, strict=True)
+    assert (summary.runs, summary.measurements, summary.ir_graphs) == (2, 4, 8)
+    with gzip.open(gzip_trace, "rt") as handle:
+        events = [json.loads(line) for line in handle]
+    divisible = {  # hash -> whether n_elements (argument 2) was specialized as divisible by 16
+        e["payload"]["metadata"]["hash"]: ["tt.divisibility", 16] in e["payload"]["metadata"]["src_attrs"]["(2,)"]
+        for e in events
+        if e["event_type"] == "compilation"
+    }
+    assert sorted(divisible.values()) == [False, False, True, True]
+    runs = {json.loads(r["problem_json"])["n_elements"]: r["run_id"] for r in read_table(str(out), "runs").to_pylist()}
+    rows = read_table(str(out), "measurements").to_pylist()
+    for size, run in runs.items():
+        refs = {m["source_ref"] for m in rows if m["run_id"] == run}
+        assert len(refs) == 2 and {divisible[h] for h in refs} == {size % 16 == 0}, size
+    assert check_dataset(str(out)).ok
+
+
+def test_a_gzip_trace_cut_off_mid_record_keeps_the_records_before_the_cut(gzip_trace: Path, tmp_path: Path) -> None:
+    """A traced process killed while writing: gzip raised EOFError out of the import (a
+    traceback, nothing imported); the plain trace's cut line was "not JSON" like any other."""
+    whole = gzip_trace.read_bytes()
+    cut = tmp_path / gzip_trace.name
+    cut.write_bytes(whole[: len(whole) - 20])  # inside the last record (the second launch)
+    summary = _ingest(tmp_path / "d", log=cut)
+    assert summary.runs == 2 and dict(summary.problems.skipped) == {CUT_OFF: 1}
+    with pytest.raises(IngestError, match=rf"{cut.name}:\d+: cut off: the trace ends inside this record"):
+        _ingest(tmp_path / "strict", log=cut, strict=True)
+    plain = tmp_path / "plain.ndjson"
+    text = TRACE.read_text()
+    plain.write_text(text[: text.rindex('{"event_type":"launch"') + 40])
+    summary = _ingest(tmp_path / "p", log=plain)
+    assert summary.runs == 1 and summary.problems.examples == [f"{plain}:{text.count(chr(10))}: {CUT_OFF}"]
+
+
+def test_a_zstd_trace_written_by_tritonparse_is_refused_naming_the_fix(tmp_path: Path) -> None:
+    trace = _written_by_tritonparse(tmp_path / "zstd", "zstd")
+    assert trace.name.endswith(".bin.ndjson")
+    with pytest.raises(IngestError, match=r"a zstd-compressed trace; decompress it first \(zstd -dc "):
+        _ingest(tmp_path / "d", log=trace)
+    assert not (tmp_path / "d").exists()
