@@ -72,6 +72,8 @@ def format_summary(out: str, summary: RecordSummary) -> str:
     lines += [f"tuning failed (the autotuned call raised): {failure}" for failure in summary.failed_tunings]
     lines += [f"not recorded: {failure}" for failure in summary.failures]
     lines += [f"tuning not recorded: {unseen}" for unseen in summary.unseen_tunings]
+    if summary.untuned_launches:
+        lines.append(summary.untuned())
     return "\n".join(lines) + "\n"
 
 

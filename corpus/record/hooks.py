@@ -17,6 +17,10 @@
   hook sees it. Its ``run`` is wrapped too (classes made during the recording included, through
   ``Autotuner.__init_subclass__``), only to report each such tuning as not recorded: it used to
   pass in silence, a flag-gems workload ending in "recorded 0 run(s)".
+- ``JITFunction.run`` (``InterpretedFunction.run`` on the interpreter) is wrapped to count the
+  launches of kernels that no autotuner tunes (plain ``@triton.jit``, or an autotuner with a
+  single config), by kernel name: there is nothing to record of them, and a workload of such
+  kernels (most of liger-kernel's) also ended in a bare "recorded 0 run(s)".
 
 The knob listeners go through :mod:`extract.triton_compat` (chained to the hooks installed
 before, which are back in place on exit); ``Autotuner.run`` is restored on exit too.
@@ -25,6 +29,7 @@ before, which are back in place on exit); ``Autotuner.run`` is restored on exit 
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -72,10 +77,33 @@ LAUNCH_OPTIONS = ("grid", "warmup")
 """Keyword arguments of ``Autotuner.run`` that are launch options, not kernel arguments."""
 
 
+class StaticAssertFailure(Exception):
+    """A config's ``tl.static_assert`` failed on the interpreter: on a GPU the compile raises
+    ``CompileTimeAssertionFailure`` and Triton's autotuner scores the config ``inf``; the
+    interpreter raises a bare ``AssertionError`` at launch, which ended the whole tuning."""
+
+
+def _static_assert_failure(error: BaseException) -> StaticAssertFailure | None:
+    """The failure, when ``error`` (or what caused it) is the interpreter's ``tl.static_assert``
+    failing: an ``AssertionError`` raised by ``triton.runtime.interpreter``'s stand-in for it."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, AssertionError) and seen.__traceback__ is not None:
+            tb = seen.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            code = tb.tb_frame.f_code
+            if code.co_name == "_new_static_assert" and code.co_filename.endswith("interpreter.py"):
+                return StaticAssertFailure(f"tl.static_assert failed: {seen}")
+        seen = seen.__cause__
+    return None
+
+
 class CpuBench:
     """The bench the recorder supplies to Triton's autotuner on the interpreter: CPU time of
     the launching thread (:class:`corpus.harvest.timing.ThreadCpuTimer`), ``warmup`` untimed then
-    ``rep`` timed calls. Returns what Triton's ``do_bench`` returns for ``quantiles``."""
+    ``rep`` timed calls. Returns what Triton's ``do_bench`` returns for ``quantiles``; ``inf``
+    for a config whose ``tl.static_assert`` fails, as Triton's autotuner scores it on a GPU."""
 
     def __init__(self, warmup: int, rep: int) -> None:
         self.warmup = warmup
@@ -90,8 +118,10 @@ class CpuBench:
         try:
             benched.samples_ms = measure(self.timer, kernel_call, None, self.warmup, self.rep)
         except BaseException as exc:
-            benched.error = exc
-            raise
+            benched.error = _static_assert_failure(exc) or exc
+            if benched.error is exc:
+                raise
+            return math.inf if quantiles is None else [math.inf for _ in quantiles]
         stats = summarize(benched.samples_ms)
         by_quantile = {0.5: stats.median_ms, 0.2: stats.p20_ms, 0.8: stats.p80_ms}
         if quantiles is None:
@@ -145,6 +175,14 @@ def _jit_function(obj: Any) -> Any:
     return obj
 
 
+def _count(counts: dict[int, list[Any]], kernel: Any) -> None:
+    entry = counts.get(id(kernel))
+    if entry is None:
+        counts[id(kernel)] = [kernel, 1]  # the object held: its id is not reused meanwhile
+    else:
+        entry[1] += 1
+
+
 def has_autotune_listener() -> bool:
     """Whether the installed Triton reports tunings through ``knobs.autotuning.listener``."""
     from triton import knobs
@@ -188,6 +226,9 @@ class TritonHooks:
         tuner class): not recorded."""
         self._seen_runs = 0
         """``Autotuner.run`` calls so far: a subclass's ``run`` that reached it was recorded."""
+        self._untuned_by_kernel: dict[int, list[Any]] = {}
+        """id -> [kernel object (or single-config autotuner), launches no tuning covered]
+        (by id: a kernel class may define ``__eq__`` and no hash)."""
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[TritonHooks]:
@@ -201,6 +242,7 @@ class TritonHooks:
             if self.use_listener:
                 stack.enter_context(autotuning_listener(self._on_autotune))
             stack.enter_context(self._own_runs_watched(Autotuner))
+            stack.enter_context(self._untuned_launches_counted())
             Autotuner.run = self._wrap_run(original_run)
             try:
                 yield self
@@ -242,6 +284,51 @@ class TritonHooks:
                 del base.__init_subclass__
             for cls, run in wrapped.items():
                 cls.run = run  # type: ignore[attr-defined]
+
+    @contextlib.contextmanager
+    def _untuned_launches_counted(self) -> Iterator[None]:
+        """Wrap the ``run`` of Triton's kernel classes (restored on exit): a launch with no
+        autotuner's run in flight on this thread is one no tuning covers."""
+        from triton.runtime.jit import JITFunction
+
+        classes: list[type] = [JITFunction]
+        with contextlib.suppress(ImportError):
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        originals = {cls: cls.__dict__["run"] for cls in classes if "run" in cls.__dict__}
+        for cls, run in originals.items():
+            cls.run = self._count_untuned(run)  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            for cls, run in originals.items():
+                cls.run = run  # type: ignore[attr-defined]
+
+    def _count_untuned(self, original_run: Callable[..., Any]) -> Callable[..., Any]:
+        counts = self._untuned_by_kernel  # named once, at the end: a launch pays a dict update
+
+        def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            # no autotuner's run in flight on this thread, and no warmup (a compile, not a launch)
+            if not _stack() and not kwargs.get("warmup"):
+                entry = counts.get(id(kernel))
+                if entry is None:
+                    _count(counts, kernel)
+                else:
+                    entry[1] += 1
+            return original_run(kernel, *args, **kwargs)
+
+        return run
+
+    @property
+    def untuned_launches(self) -> dict[str, int]:
+        """Kernel name -> launches outside any autotuner's run, or by a single-config autotuner
+        (nothing tuned, nothing recorded)."""
+        named: dict[str, int] = {}
+        for kernel, count in self._untuned_by_kernel.values():
+            name = str(getattr(_jit_function(kernel), "__name__", "kernel"))
+            named[name] = named.get(name, 0) + count
+        return named
 
     def _watch_own_run(self, owner: type, own_run: Callable[..., Any]) -> Callable[..., Any]:
         hooks = self
@@ -321,8 +408,10 @@ class TritonHooks:
                 elif raised is not None and len(autotuner.configs) > 1:  # not "already tuned"
                     name = getattr(_jit_function(autotuner), "__name__", "kernel")
                     hooks.failed_tunings.append(f"{name}: {type(raised).__name__}: {raised}"[:400])
+                elif len(autotuner.configs) <= 1:  # Triton launches its one config untuned
+                    _count(hooks._untuned_by_kernel, autotuner)
                 elif len(autotuner.cache) == keys_before:
-                    hooks.cache_hits_in_memory += len(autotuner.configs) > 1
+                    hooks.cache_hits_in_memory += 1
 
         return run
 

@@ -83,6 +83,9 @@ class RecordSummary:
     unseen_tunings: list[str] = field(default_factory=list)
     """Tunings (or tries) by an autotuner with a ``run`` of its own that bypasses Triton's
     (flag-gems' ``LibTuner``): not recorded."""
+    untuned_launches: dict[str, int] = field(default_factory=dict)
+    """Kernel name -> launches no autotuner tuned (plain ``@triton.jit``, a single config):
+    nothing recorded."""
     configs_without_ir: int = 0
     """Measured configs whose IR could not be compiled (their ``stats_note`` says why)."""
     without_ir: list[str] = field(default_factory=list)
@@ -114,7 +117,19 @@ class RecordSummary:
             parts.append(f"{len(self.failures)} autotune event(s) not recorded ({self.failures[0]})")
         if self.unseen_tunings:
             parts.append(f"{len(self.unseen_tunings)} tuning(s) not recorded: {self.unseen_tunings[0]}")
+        if self.untuned_launches and not self.runs:  # beside recorded runs they are no loss
+            parts.append(self.untuned())
         return "; ".join(parts)
+
+    def untuned(self) -> str:
+        """The kernels launched without a tuning, in a line ('' when none)."""
+        if not self.untuned_launches:
+            return ""
+        named = ", ".join(f"{name} x{count}" for name, count in self.untuned_launches.items())
+        return (
+            f"{len(self.untuned_launches)} kernel(s) launched untuned, nothing to record (plain "
+            f"@triton.jit, or an autotuner of one config): {named}"
+        )
 
 
 def _versions() -> dict[str, str]:
@@ -210,6 +225,7 @@ class Recorder:
         self.summary.cache_hits_in_memory = self._hooks.cache_hits_in_memory
         self.summary.failed_tunings = list(self._hooks.failed_tunings)
         self.summary.unseen_tunings = list(self._hooks.unseen_tunings)
+        self.summary.untuned_launches = dict(self._hooks.untuned_launches)
         for close in self._closers:
             close()
         lost = self.summary.lost()

@@ -4,6 +4,7 @@ tunings, configs without IR counted, the CLI's --help and --out probe (issues 18
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -129,6 +130,34 @@ def test_liger_fused_mlp_records_ir_for_all_32_configs(tmp_path: Path) -> None:
     run = read_table(str(out), "runs").to_pylist()[0]
     assert run["family"] == "_swiglu_kernel_forward_inference"
     assert run["arg_types"][:4] == ["tensordesc<fp16>"] * 4
+    assert check_dataset(str(out)).ok
+
+
+def test_liger_static_asserts_are_compile_errors_and_untuned_kernels_are_named(tmp_path: Path) -> None:
+    """Two gaps met on liger-kernel (tests/corpus/record/liger_untuned.py). Its int8 x int2
+    matmul asserts ``K % (4 * BLOCK_SIZE_K) == 0`` with ``tl.static_assert``: on a GPU a config
+    failing it is a compile error Triton's autotuner scores ``inf``, on the interpreter it raised
+    out of the tuning ("tuning failed", nothing recorded). Its softmax is plain ``@triton.jit``:
+    the summary said "recorded 0 run(s)" and nothing about why."""
+    pytest.importorskip("liger_kernel", reason="the thirdparty extra (liger-kernel) is not installed")
+    out = tmp_path / "d"
+    done = _record(out, HERE / "liger_untuned.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "tuning failed" not in done.stderr
+    (run,) = read_table(str(out), "runs").to_pylist()
+    assert run["family"] == "matmul_kernel" and run["problem_json"] == '{"K":128,"M":8,"N":16}'
+    rows = read_table(str(out), "measurements").to_pylist()
+    outcome = {(m["status"], json.loads(m["config_json"])["kwargs"]["BLOCK_SIZE_K"]) for m in rows}
+    assert outcome == {("ok", 32), ("compile_error", 64), ("compile_error", 128)}
+    assert len(rows) == 15 and sum(m["status"] == "ok" for m in rows) == 6
+    failed = [m for m in rows if m["status"] == "compile_error"]
+    assert all(m["error"].startswith("StaticAssertFailure: tl.static_assert failed: K / 4") for m in failed)
+    assert all(m["median_ms"] is None and not m["samples_ms"] for m in failed)
+    assert all(m["ttgir_id"] for m in rows if m["status"] == "ok")
+    assert (
+        "2 kernel(s) launched untuned, nothing to record (plain @triton.jit, or an autotuner of one "
+        "config): _softmax_single_block_forward_kernel x1, _softmax_single_block_backward_kernel x1"
+    ) in done.stderr
     assert check_dataset(str(out)).ok
 
 
