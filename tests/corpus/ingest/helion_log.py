@@ -26,7 +26,9 @@ size Triton cannot compile, one persistent kernel the interpreter cannot run; wi
   source hash, and a third of another source;
 - ``OUT_DIR/d.{csv,meta.jsonl}``: ``row_sum`` on the (32, 64) input tuned over configs a user
   may well list, which differ only in Helion's defaults written out (``num_warps=4``,
-  ``num_stages=1``): Helion benchmarks and logs each under a config id of its own.
+  ``num_stages=1``): Helion benchmarks and logs each under a config id of its own;
+- ``OUT_DIR/e.{csv,meta.jsonl}``: two kernels in one log: ``row_sum`` on the (32, 64) input,
+  then ``scale_add`` (two tensors and a float) on float32 (32, 64) and float16 (16, 32) inputs.
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = x[tile] + alpha * y[tile]
+    return out
+
+
 CONFIGS = (
     helion.Config(block_sizes=[8, 16], num_warps=2),
     helion.Config(block_sizes=[16, 32], num_warps=4, num_stages=2),
@@ -86,10 +95,19 @@ TWINS = (  # one program: Helion's defaults are 4 warps and 1 stage
 )
 
 
-def _tune(kernel: helion.Kernel, shape: tuple[int, int], configs: tuple[helion.Config, ...] = CONFIGS) -> None:
+SCALE_ADD_CONFIGS = (
+    helion.Config(block_sizes=[8, 16]),
+    helion.Config(block_sizes=[16, 16], num_warps=2),
+    helion.Config(block_sizes=[24, 16]),  # not a power of two: Triton refuses it
+)
+
+
+def _tune(
+    kernel: helion.Kernel, shape: tuple[int, int], configs: tuple[helion.Config, ...] = CONFIGS, args: tuple = ()
+) -> None:
     from helion.autotuner.finite_search import FiniteSearch
 
-    args = (torch.randn(shape),)
+    args = args or (torch.randn(shape),)
     random.seed(0)
     FiniteSearch(kernel.bind(args), args, configs=list(configs)).autotune()
 
@@ -115,6 +133,12 @@ def write_logs(out: Path) -> None:
     _tune(helion.kernel(row_sum), SHAPES[0])
     _environment(out / "d", seed=3)
     _tune(helion.kernel(row_sum), SHAPES[0], TWINS)
+    _environment(out / "e", seed=4)
+    _tune(helion.kernel(row_sum), SHAPES[0])
+    adder = helion.kernel(scale_add)
+    for shape, dtype, alpha in ((SHAPES[0], torch.float32, 0.5), ((16, 32), torch.float16, 2.0)):
+        x, y = torch.randn(shape, dtype=dtype), torch.randn(shape, dtype=dtype)
+        _tune(adder, shape, SCALE_ADD_CONFIGS, (x, y, alpha))
     for timer in timers:
         timer.stop()
     _sources_log(out / "c")

@@ -80,6 +80,29 @@ def test_real_log_imports_with_graphs_device_and_provenance(logs: Path, tmp_path
     assert source["kernel_id"] == big["kernel_id"] == kernel_id(records[0]["kernel_source"], "row_sum")
 
 
+def test_two_kernels_in_one_log_are_two_kernels_with_their_own_runs(logs: Path, tmp_path: Path) -> None:
+    """Helion appends every kernel's tunings to the one log its settings name: each run keeps
+    its own kernel, inputs (all tensor arguments, in order) and configs."""
+    out = tmp_path / "d"
+    summary = _ingest(out, logs / "e.csv", strict=True)
+    assert (summary.runs, summary.kernels, summary.measurements) == (3, 2, 10)
+    records = {r["run_id"]: r for r in _records(logs / "e.meta.jsonl")}
+    runs = read_table(str(out), "runs").to_pylist()
+    assert sorted((r["family"], r["dtype"]) for r in runs) == [
+        ("row_sum", "float32"), ("scale_add", "float16"), ("scale_add", "float32")
+    ]
+    half = next(r for r in runs if r["dtype"] == "float16")
+    assert half["arg_types"] == ["*fp16", "*fp16"] and half["arg_shapes"] == [[16, 32], [16, 32]]
+    assert half["problem_json"] == '{"arg0.0":16,"arg0.1":32,"arg1.0":16,"arg1.1":32}'
+    measurements = read_table(str(out), "measurements").to_pylist()
+    for run in runs:
+        record = records[run["source_ref"]]
+        assert run["kernel_id"] == kernel_id(record["kernel_source"], run["family"])
+        mine = {m["source_ref"] for m in measurements if m["run_id"] == run["run_id"]}
+        assert mine == set(record["configs"])  # each run's configs, none of the other kernel's
+    assert check_dataset(str(out)).ok
+
+
 def test_device_ir_is_imported_with_normalized_op_names(logs: Path, tmp_path: Path) -> None:
     out = tmp_path / "d"
     _ingest(out, logs / "a.csv")
