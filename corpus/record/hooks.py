@@ -311,11 +311,7 @@ class TritonHooks:
         def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
             # no autotuner's run in flight on this thread, and no warmup (a compile, not a launch)
             if not _stack() and not kwargs.get("warmup"):
-                entry = counts.get(id(kernel))
-                if entry is None:
-                    _count(counts, kernel)
-                else:
-                    entry[1] += 1
+                _count(counts, kernel)
             return original_run(kernel, *args, **kwargs)
 
         return run
