@@ -6,6 +6,7 @@ really lacks torch and Triton.)"""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,40 @@ def test_a_command_without_its_extra_stops_with_one_line(tmp_path, command, bloc
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"pip install 'kernel-corpus[{extra}]'" in lines[0] and blocked in lines[0]
+
+
+def _blocking(tmp_path: Path, module: str) -> Path:
+    """A directory whose sitecustomize makes ``module`` unimportable, as if not installed."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"import sys\nsys.modules[{module!r}] = None\n")
+    return site
+
+
+@pytest.mark.parametrize("command", [["schemas", "check", "demo-dataset"], ["corpus.harvest", "--help"]])
+def test_a_python_without_the_readers_dependencies_stops_with_one_line(tmp_path, command):
+    # the first `import pyarrow` used to end in a traceback, and under corpus.* before the
+    # extra's own line could be printed (corpus imports schemas.extras, hence schemas)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_blocking(tmp_path, "pyarrow")), str(REPO)])}
+    done = subprocess.run(
+        [sys.executable, "-m", *command], capture_output=True, text=True, cwd=REPO, env=env, timeout=120
+    )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: kernel-corpus is not installed in this Python (pyarrow not installed)")
+    assert "pip install -e . in a clone" in lines[0]
+
+
+def test_a_clone_whose_venv_is_not_the_running_python_says_to_activate_it(tmp_path):
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "schemas", clone / "schemas", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_blocking(tmp_path, "pyarrow")), str(clone)])}
+    run = lambda: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "schemas", "check", "x"], capture_output=True, text=True, cwd=clone, env=env, timeout=120
+    )
+    assert "venv" not in run().stderr  # no .venv in the clone: nothing to activate
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    (clone / ".venv" / "bin" / "python").write_text("")  # what make setup leaves, as far as the hint looks
+    line = run().stderr.strip()
+    assert f"this Python ({sys.executable}) is not the clone's venv: source {clone / '.venv'}/bin/activate" in line
