@@ -337,8 +337,9 @@ def _run(config: ExperimentConfig) -> int:
     per_seed = len(neural) * config.train.epochs + len(config.models) - len(neural)
     total = len(config.split_kinds) * config.seeds * per_seed
     total += config.train.epochs if config.final else 0
-    # Where stderr is no terminal (a Slurm log, a pipe) the bar is drawn once, at the end: a
-    # line per seed whose models are all trained says how far a long run has come instead.
+    # Where stderr is no terminal (a Slurm log, a pipe) a bar would be drawn once, at the end,
+    # naming the last model trained: a line per seed whose models are all trained says how far
+    # a long run has come instead, and the bar is off (as the harvest's is there).
     log_lines = main_rank and not console.is_terminal
     seeds_total = len(config.split_kinds) * config.seeds
     models_done = 0
@@ -350,7 +351,7 @@ def _run(config: ExperimentConfig) -> int:
         TimeElapsedColumn(),
         console=console,
         transient=False,
-        disable=not main_rank,
+        disable=not main_rank or log_lines,
     ) as progress:
         task = progress.add_task("train", total=total)
 

@@ -33,10 +33,11 @@ def test_cli_writes_checkpoint_metrics_report_and_splits(harvested, tmp_path, ca
     captured = capsys.readouterr()
     printed = captured.out
     assert "val tau nan" not in captured.err  # the final model has no validation runs to judge it
-    # stderr is no terminal here, as in a Slurm log: a line per seed says how far it has come
-    # (the bar alone was drawn once, at the end)
+    # stderr is no terminal here, as in a Slurm log: a line per seed says how far it has come,
+    # and no bar (drawn once at the end, it named the last model trained: "final gnn ━━━ 18/18")
     assert "family split seed 0: 4 models trained, 1/4 seeds done, 0:00:" in captured.err
     assert "cluster split seed 1: 4 models trained, 4/4 seeds done" in captured.err
+    assert "━" not in captured.err and "18/18" not in captured.err, captured.err
     titles = [line for line in printed.splitlines() if "split, test runs:" in line]
     assert [t.split(",")[0] for t in titles] == ["family split"] * 2 + ["cluster split"] * 2
     assert any("each model minus analytic" in t or "each model minus random" in t for t in titles)
