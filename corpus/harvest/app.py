@@ -74,7 +74,7 @@ from corpus.harvest.shard_plans import ShardPlan, check_shard_plan
 from corpus.harvest.timing import l2_flush_bytes
 from corpus.harvest.workers import start_fork_server
 from corpus.suite.spec import INTERPRETER_EXCLUDED_DTYPES
-from corpus.terminal import key_values, print_trimmed
+from corpus.terminal import key_values, plural, print_trimmed
 from schemas.card import write_card
 from schemas.compact import compact
 from schemas.console import print_labelled
@@ -405,7 +405,8 @@ def harvest_here(
         budget = None if guide is None else guide.plan_text([valid_configs(run) for run in todo])
         if this_shard is not None:
             print_trimmed(console, key_values([("shard", this_shard)]))
-        print_plan(console, planned, committed, facts, execution, notice, budget)
+        left_out = left_out_text(specs, request, whole)
+        print_plan(console, planned, committed, facts, execution, notice, budget, left_out)
         print_estimates(console, config, specs, request, here, benchmarked)
         return HarvestOutcome(planned, len(planned) - len(todo), None)
     probe_out(config.out, force=config.force_out)
@@ -622,6 +623,23 @@ def resolve_shard(shard: tuple[int, int] | str, settings: Settings) -> tuple[int
     if isinstance(shard, str):
         raise HarvestError(f"--shard {shard!r}: expected i/N or auto")
     return shard
+
+
+def left_out_text(specs: Mapping[str, Any], request: PlanRequest, whole: list[PlannedRun]) -> str | None:
+    """The dry run's line for the runs of the selection that ``request`` leaves out (bfloat16
+    on the interpreter): without it the plan's run count disagrees, unexplained, with
+    ``--estimate-for``'s (planned as on a GPU) and with the scales' counts in the README.
+    ``whole``: the plan before sharding. None when nothing is left out."""
+    if not request.excluded_dtypes:
+        return None
+    dropped = len(plan_runs(specs, replace(request, excluded_dtypes=()))) - len(whole)
+    if not dropped:
+        return None
+    dtypes = ", ".join(request.excluded_dtypes)
+    return (
+        f"{plural(dropped, 'run')} of {dtypes} in the whole plan: the interpreter cannot run "
+        f"{dtypes} (NumPy has no bfloat16); a GPU harvest plans them"
+    )
 
 
 def _why_empty(config: HarvestConfig, interpreter: bool) -> list[str]:

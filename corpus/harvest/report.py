@@ -149,11 +149,13 @@ def print_plan(
     execution: Execution,
     notice: str | None = None,
     budget: str | None = None,
+    left_out: str | None = None,
 ) -> None:
     """The dry run: every planned run, its config counts and whether it is committed already;
     one line per run on a wide console, runs under their family on a narrow one; ``budget``
-    (what ``--budget`` benchmarks, :meth:`corpus.harvest.guided.RunGuide.plan_text`) and
-    ``notice`` (from :func:`long_run_notice`) at the end."""
+    (what ``--budget`` benchmarks, :meth:`corpus.harvest.guided.RunGuide.plan_text`),
+    ``left_out`` (runs of the selection the device cannot run, :func:`corpus.harvest.app.left_out_text`)
+    and ``notice`` (from :func:`long_run_notice`) at the end."""
     rows = []
     for run in sorted(runs, key=lambda r: r.family):  # stable: plan order within a family
         skipped = sum(1 for p in run.configs if p.skip_reason is not None)
@@ -184,6 +186,7 @@ def print_plan(
                 ("skipped", "configs the family rules out for this shape and dtype, recorded as skipped rows"),
                 ("planned", counts(runs)),
                 ("to do", counts([r for r in runs if r.run_id not in committed])),
+                *([("left out", left_out)] if left_out else []),
                 *([("budget", budget)] if budget else []),
             ]
         ),

@@ -110,3 +110,22 @@ def test_a_budget_compiles_every_config_and_benchmarks_its_share() -> None:
     assert f"at most {2 * len(runs)} of {4 * len(runs)} compiled config(s) benchmarked" in describe(budgeted, "here")[0]
     assert parse_budget("auto").most_benchmarked(4) == 4 and parse_budget("50%").most_benchmarked(4) == 3
     assert parse_budget("9").most_benchmarked(4) == 4
+
+
+def test_the_dry_run_on_the_interpreter_counts_the_bfloat16_runs_it_leaves_out() -> None:
+    # Without the line, the plan's run count disagreed, unexplained, with --estimate-for's
+    # (planned as on a GPU) and the README's: 500 runs here against 767 at the default scale.
+    specs = select(load_suite(("corpus.suite.kernels",)), ("add_broadcast",))
+    request = PlanRequest("tiny", ("bfloat16",), (), 2, 0, "interpreter", {"triton": "x"})
+    bf16_runs = len(plan_runs(specs, request))
+    assert bf16_runs > 0
+
+    def dry_run(**selection) -> str:
+        out = io.StringIO()
+        config = HarvestConfig(families=("add_broadcast",), device="cpu", max_configs=2, dry_run=True, **selection)
+        run_harvest(config, read_settings(), Console(file=out, width=300))
+        return out.getvalue()
+
+    [line] = [line for line in dry_run().splitlines() if line.startswith("left out")]
+    assert f"left out  {bf16_runs} runs of bfloat16 in the whole plan: the interpreter cannot run bfloat16" in line
+    assert "left out" not in dry_run(dtypes=("float32",))  # nothing of the selection is left out
