@@ -142,3 +142,30 @@ def test_what_readme_commands_write_is_gitignored():
         if done.returncode != 0:
             tracked.append(name)
     assert not tracked, f"README commands write these into the clone, not in .gitignore: {tracked}"
+
+
+def layout_block(text: str) -> str:
+    """The code block under Development's ``### Layout``: one entry per top-level directory."""
+    section = text.split("### Layout", 2)[2]  # the first is The dataset's
+    return section.split("```", 2)[1]
+
+
+def test_the_layout_names_only_what_the_clone_has():
+    # "where does X live" is answered from this block: a renamed or moved directory or module
+    # must not leave it pointing at nothing
+    missing, top = [], None
+    for line in layout_block(README.read_text()).splitlines()[1:]:
+        head = re.match(r"^([a-z_]+)/ ", line)
+        if head:
+            top = REPO / head.group(1)
+            missing += [] if top.is_dir() else [str(top)]
+            line = line[head.end():]
+        assert top is not None, line
+        for sub in re.findall(r"\b([a-z_]+)/", line):  # a subpackage of this entry's package
+            if not (top / sub).is_dir():
+                missing.append(f"{top.name}/{sub}/")
+        for module in re.findall(r"\b([a-z_]+\.py)\b", line):  # a module somewhere under it
+            if not any(top.rglob(module)):
+                missing.append(f"{top.name}/.../{module}")
+    assert not missing, f"README's Layout names what the clone lacks: {missing}"
+    assert "scheduler" in layout_block(README.read_text())  # the block found is the one meant
