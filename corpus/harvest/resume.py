@@ -57,12 +57,13 @@ class ResumePlan:
 
     def describe(self) -> str:
         """One line for the console: what is skipped and why."""
-        parts = [
-            f"{len(self.todo):,} run(s) to do",
-            f"{self.complete_runs:,} run(s) complete",
-            f"{self.skipped_configs - self.budget_skipped:,} config(s) already measured with the "
-            "same bench settings skipped",
-        ]
+        parts = [f"{len(self.todo):,} run(s) to do"]
+        measured = self.skipped_configs - self.budget_skipped
+        # A new dataset skips nothing: "0 run(s) complete; 0 config(s) already measured ...
+        # skipped" on every first harvest was noise to read past
+        if self.complete_runs or measured:
+            parts.append(f"{self.complete_runs:,} run(s) complete")
+            parts.append(f"{measured:,} config(s) already measured with the same bench settings skipped")
         if self.budget_skipped:  # they were counted as measured, which they never were
             parts.append(self.budget_skip_text())
         for why, count in sorted(self.remeasured.items()):

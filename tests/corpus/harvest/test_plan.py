@@ -80,3 +80,13 @@ def test_resume_line_groups_thousands_as_the_estimate_beside_it_does():
     line = ResumePlan(todo=[], complete_runs=82, skipped_configs=9400, remeasured=Counter({"timer x": 1200})).describe()
     # "9400 config(s) already measured" sat above "this harvest measures 3,198 configs"
     assert "9,400 config(s) already measured" in line and "1,200 config(s) measured again (timer x)" in line
+
+
+def test_a_harvest_that_skips_nothing_says_only_what_it_does():
+    from corpus.harvest.resume import ResumePlan
+
+    # "12 run(s) to do; 0 run(s) complete; 0 config(s) already measured ... skipped" on a new dataset
+    assert ResumePlan(todo=[]).describe() == "0 run(s) to do"
+    assert ResumePlan(todo=[], complete_runs=1).describe() == (
+        "0 run(s) to do; 1 run(s) complete; 0 config(s) already measured with the same bench settings skipped"
+    )
