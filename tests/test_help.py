@@ -106,3 +106,13 @@ def test_help_explains_every_option_and_its_default(module, argv, monkeypatch):
     parser = parser_of(module, argv, monkeypatch)
     problems = [p for name, sub in walk(parser, " ".join([module, *argv])) for p in problems_of(sub, name)]
     assert not problems, "\n".join(problems)
+
+
+def test_the_replays_description_names_every_strategy(monkeypatch):
+    # the description lists what --strategies takes, each with what it is: hedged and budget,
+    # added after it was written, were missing from it
+    from train.replay.strategies import KNOWN
+
+    description = parser_of("train.replay", [], monkeypatch).description
+    missing = [name for name in KNOWN if not re.search(rf"(^|[ (;-]){re.escape(name)}[ ;,)]", description)]
+    assert not missing, missing
