@@ -169,3 +169,34 @@ def test_the_layout_names_only_what_the_clone_has():
                 missing.append(f"{top.name}/.../{module}")
     assert not missing, f"README's Layout names what the clone lacks: {missing}"
     assert "scheduler" in layout_block(README.read_text())  # the block found is the one meant
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives ``text``'s headings: lower case, punctuation but ``-`` and ``_``
+    dropped, spaces as ``-``, a repeated one suffixed ``-1``, ``-2``..."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} (.+)$", FENCE.sub("", text), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+@pytest.mark.parametrize("page", ["README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md"))])
+def test_relative_links_reach_their_file_and_heading(page: str):
+    # the README sends a newcomer to docs/ sections by anchor; a renamed heading broke none
+    # loudly before
+    source = REPO / page
+    text = re.sub(r"`[^`\n]*`", "", FENCE.sub("", source.read_text()))  # links only, not code
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        destination = (source.parent / path) if path else source
+        if not destination.exists():
+            broken.append(f"{target} (no such file)")
+        elif anchor and destination.suffix == ".md" and anchor not in heading_anchors(destination.read_text()):
+            broken.append(f"{target} (no such heading)")
+    assert not broken, f"{page}: {broken}"
