@@ -57,9 +57,9 @@ DEFAULT_TITLE = "kernel-corpus dataset"
 DEFAULT_LICENSE = "other"
 """Unknown until the publisher says (``card --license``): the built-in suite's kernels are part
 of kernel-corpus and under its licence; kernels of other suites keep their authors' terms."""
-SCHEMA_REFERENCE = (
-    "docs/SCHEMA.md of the kernel-corpus repository (`python -m schemas doc` writes it)"
-)
+# Plain text: the card escapes it as text (a card.json may carry any value here), so Markdown in
+# it came out escaped: backslashes in the file, literal backticks where the card is rendered.
+SCHEMA_REFERENCE = "docs/SCHEMA.md of the kernel-corpus repository, which python -m schemas doc writes"
 BUILTIN_SUITE = "corpus.suite.kernels"
 
 _RUN_COLUMNS = [

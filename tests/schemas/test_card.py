@@ -65,6 +65,8 @@ def test_card_files_at_the_root(dataset: str) -> None:
         f"Schema version {SCHEMA_VERSION}",
     ):
         assert needle in markdown, needle
+    [reference] = [line for line in markdown.splitlines() if "Field reference" in line]
+    assert "\\" not in reference, reference  # read as it renders: no escaped markup shown raw
     twin = json.loads((Path(dataset) / CARD_JSON).read_text())
     assert twin["rows"]["measurements"] == 9 and twin["license"] == "CC-BY-4.0"
     assert not [p for p in Path(dataset).iterdir() if p.name.startswith(".tmp-")]
