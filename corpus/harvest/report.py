@@ -251,10 +251,11 @@ def print_start(
             [
                 *rows,
                 ("harvest", resumed.describe()),
+                # none ruled out (every --max-configs harvest: it samples valid configs) is not said
                 (
                     "configs",
-                    f"{measured:,} to measure (the progress bar's total); {ruled_out:,} ruled out by "
-                    "their family, written as skipped rows",
+                    f"{measured:,} to measure (the progress bar's total)"
+                    + (f"; {ruled_out:,} ruled out by their family, written as skipped rows" if ruled_out else ""),
                 ),
                 *([("budget", budget)] if budget else []),
                 ("device", f"{facts.device_name} ({facts.arch}), IR target {execution.target}"),

@@ -283,6 +283,10 @@ def test_the_progress_total_is_the_configs_to_measure_as_the_notice_says():
     start = render(200, lambda c: print_start(c, ResumePlan(runs), facts, execution, "d"))
     assert (f"{measured} to measure (the progress bar's total); {ruled_out} ruled out by their family, "
             "written as skipped rows") in " ".join(start.split())
+    sampled = plan_runs(specs, PlanRequest("tiny", ("float32",), (), 2, 0, "interpreter", {"triton": "x"}))
+    start = render(200, lambda c: print_start(c, ResumePlan(sampled), facts, execution, "d"))
+    # --max-configs samples valid configs only: "0 ruled out by their family" was noise there
+    assert "configs  6 to measure (the progress bar's total)\n" in start and "ruled out" not in start, start
 
 
 # -- text from outside the code is printed as it is, not read as rich markup -----------------
