@@ -32,13 +32,19 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Five families so a family split holds out whole families (train 3, validation 1, test 1).
+# Five families so a family split holds out whole families (train 3, validation 1, test 1). It ends
+# with what to run next: commands of the README's First ten minutes (tests/test_makefile.py checks).
 DEMO_FAMILIES := add_broadcast,softmax,matmul,bias_gelu,cumsum
 
 demo: $(STAMP)
 	$(BIN)/python -m corpus.harvest --scale tiny --max-configs 4 --dtypes float32 --families $(DEMO_FAMILIES) --out demo-dataset
 	$(BIN)/python -m schemas check demo-dataset
 	$(BIN)/python -m train --data demo-dataset --out demo-train --epochs 15 --seeds 3 --split family --threads 1
+	@echo
+	@echo "next: source .venv/bin/activate, then try"
+	@echo "  python -m train.replay --data demo-dataset --model demo-train"
+	@echo "  python -m train.predict --checkpoint demo-train/checkpoint --data demo-dataset --top 3"
+	@echo "  (README.md, First ten minutes: four more commands on demo-dataset and demo-train)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -97,3 +97,30 @@ def test_setup_takes_torch_from_the_index_given(tmp_path: Path):
     assert torch[torch.index("--index-url") + 1] == index
     # only torch: the project's other dependencies are on PyPI, not on PyTorch's index
     assert sum("--index-url" in call for call in calls) == 1
+
+
+def test_demo_ends_with_next_commands_the_readme_runs(tmp_path: Path):
+    # a newcomer's make demo ends on a wall of training output: its last lines say what to run
+    # next, and each command named there must be one the README's First ten minutes runs on
+    # these outputs (tests/test_readme.py executes that block)
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    venv = recording_venv(tmp_path)
+    stamp = tmp_path / "installed"
+    stamp.touch()  # newer than pyproject.toml: set-up is done
+    done = subprocess.run(
+        ["make", "-s", "demo", f"BIN={venv / 'bin'}", f"STAMP={stamp}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    ran = (tmp_path / "pip.log").read_text().splitlines()
+    assert len(ran) == 3 and ran[-1].startswith("-m\x1ftrain\x1f")  # the hint comes after training
+    hint = done.stdout.strip().splitlines()
+    start = next(i for i, line in enumerate(hint) if line.startswith("next:"))
+    assert "source .venv/bin/activate" in hint[start]
+    commands = [line.strip() for line in hint[start + 1 :] if line.strip().startswith("python -m ")]
+    assert len(commands) >= 2, hint
+    readme = (REPO / "README.md").read_text()
+    first = readme.split("## First ten minutes", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    for command in commands:
+        assert command in first, f"make demo suggests {command!r}, which README's First ten minutes does not run"
