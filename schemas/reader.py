@@ -13,7 +13,7 @@ import os
 import posixpath
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -62,7 +62,13 @@ from schemas.storage import (
     vanished,
 )
 from schemas.tables import SCHEMA_VERSION, table_spec
-from schemas.validate import file_problems, flat_columns, layout_problems, statistics_problems
+from schemas.validate import (
+    file_problems,
+    flat_columns,
+    layout_problems,
+    statistics_problems,
+    trusted_columns,
+)
 from schemas.writer import conform
 
 if TYPE_CHECKING:
@@ -317,24 +323,31 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
     return True
 
 
-def file_statistics_problems(loc: Location, path: str) -> list[str]:
-    """:func:`schemas.validate.statistics_problems` of the file at ``path`` (its flat
-    columns read)."""
+def file_statistics_problems(loc: Location, path: str, columns: Collection[str] | None = None) -> list[str]:
+    """:func:`schemas.validate.statistics_problems` of the file at ``path``: of its flat
+    columns, or of those of them in ``columns`` (only those are read)."""
     metadata = read_footer(loc, path)
-    return statistics_problems(metadata, read_file(loc, path, flat_columns(metadata)))
+    flat = [c for c in flat_columns(metadata) if columns is None or c in columns]
+    return statistics_problems(metadata, read_file(loc, path, flat))
 
 
-def require_true_statistics(loc: Location, table: str, found: TableFiles) -> None:
-    """Raise :class:`CorruptFileError` naming the first current-version file of ``found``
-    whose row-group statistics do not hold its data, before a filter is pushed into a read
-    of those files: pyarrow and polars skip a row group by its statistics, so a lying footer
-    would drop rows from filtered reads only. Older files are filtered after reading, never
-    pruned. Checked once per file set (:mod:`schemas.verdicts`): it reads every flat column."""
-    slot = table + STATISTICS_VERDICT
-    if verdicts.known(loc, slot, found.stats):
+def require_true_statistics(loc: Location, table: str, found: TableFiles, *, pruned: bool = True) -> None:
+    """Raise :class:`CorruptFileError` naming the first live file of ``found`` whose row-group
+    statistics do not hold its data, before rows of those files are read. Validation
+    (:func:`schemas.validate.file_problems`) takes a file's null counts, partition values and
+    ``schema_version`` from them (:func:`schemas.validate.trusted_columns`), so a lying footer
+    would let a null in a required column, or a row of another partition or version, through
+    every read; and with ``pruned`` (a filter will be pushed into the read) every flat
+    column's are verified, since pyarrow and polars skip a row group by them and a lying
+    footer would drop rows from filtered reads. Checked once per file set
+    (:mod:`schemas.verdicts`): it reads the columns it verifies."""
+    every = table + STATISTICS_VERDICT
+    slot = every if pruned else table + TRUSTED_VERDICT
+    if verdicts.known(loc, every, found.stats) or verdicts.known(loc, slot, found.stats):
         return
-    for path in found.current:
-        problems = file_statistics_problems(loc, path)
+    for path in found.live:
+        version = found.older.get(path, SCHEMA_VERSION)
+        problems = file_statistics_problems(loc, path, None if pruned else trusted_columns(table, version))
         if problems:
             raise CorruptFileError(path, problems[0])
     verdicts.remember(loc, slot, found.stats)
@@ -343,6 +356,10 @@ def require_true_statistics(loc: Location, table: str, found: TableFiles) -> Non
 STATISTICS_VERDICT = "+statistics"
 """Suffix of the verdict slot of "the table's files' row-group statistics hold their data"
 (:func:`require_true_statistics`)."""
+
+TRUSTED_VERDICT = "+trusted-statistics"
+"""Suffix of the verdict slot of "the statistics validation takes hold the data" (those of
+:func:`schemas.validate.trusted_columns`; :data:`STATISTICS_VERDICT` implies it)."""
 
 
 COPIES_AGREE = "+copies"
@@ -357,6 +374,9 @@ def _copies(loc: Location, table: str, found: TableFiles, keys: pa.Table) -> pa.
     spec = table_spec(table)
     first = spec.key[0]
     repeated = pc.unique(copied_rows(keys, spec.key).column(first))
+    # The filter below skips row groups by the key's statistics: unverified, a copy in a file
+    # whose footer lies about its keys escapes the comparison (and the verdict is remembered).
+    require_true_statistics(loc, table, found, pruned=False)
     return _read_files(loc, table, found, list(spec.identity), pc.field(first).isin(repeated))
 
 
@@ -371,10 +391,11 @@ class _Gated:
 
 
 def _gated_read(loc: Location, table: str, columns: list[str] | None, expression) -> _Gated:
-    """List and validate the table's files, check its keys (once per file set), read the rows
-    (one :func:`stable` attempt). Content-keyed tables with copies keep their key columns so
+    """List and validate the table's files, check their statistics and keys (once per file
+    set), read the rows (one :func:`stable` attempt). Content-keyed tables with copies keep their key columns so
     the caller can drop the copies."""
     found = table_files(loc, table)
+    require_true_statistics(loc, table, found, pruned=expression is not None)  # validation took them
     known = verdicts.known(loc, table, found.stats)
     if columns is None and expression is None and not known:
         rows = _read_files(loc, table, found, None, None)  # the full read holds every key
@@ -383,8 +404,6 @@ def _gated_read(loc: Location, table: str, columns: list[str] | None, expression
     if not known and table in UNIQUE_KEYED:  # a repeat raises: the keys alone decide
         keys = _read_files(loc, table, found, list(table_spec(table).key), None)
     unique = keys_unique(loc, table, found, keys)
-    if expression is not None:  # a filter prunes row groups by their statistics
-        require_true_statistics(loc, table, found)
     if columns is not None and not unique:
         columns = columns + [k for k in table_spec(table).key if k not in columns]
     return _Gated(found, _read_files(loc, table, found, columns, expression), unique, keys)

@@ -16,6 +16,9 @@ Checked, from the Parquet footer only (no data pages are read):
 - the ``schema_version`` column holds the footer's version in every row, and each partition
   column the value its directory names (``arch=sm_90/``) (row-group statistics; a column is
   read only when a writer left no statistics);
+- the statistics these checks take are verified against the data by every gated read (once
+  per file set: :func:`trusted_columns`, :func:`statistics_problems`), since no checksum covers
+  a footer;
 - the file sits where plain readers look (:func:`layout_problems`): ``part-*.parquet``
   directly under its partition directories.
 """
@@ -163,6 +166,16 @@ def partition_problems(
                     f"column {key!r} holds {', '.join(other)} but the file is under {key}={value}/"
                 )
     return problems
+
+
+def trusted_columns(table: str, version: int) -> list[str]:
+    """The columns of a ``version`` file of ``table`` whose footer statistics
+    :func:`file_problems` takes for its data: the required flat columns (their null counts),
+    ``schema_version`` and the partition columns (their min/max). Readers verify those
+    statistics before a file's rows are read (:func:`statistics_problems`)."""
+    declared = declared_schema(table, version)
+    required = [f.name for f in declared or [] if not f.nullable and not pa.types.is_nested(f.type)]
+    return list(dict.fromkeys([*required, VERSION_COLUMN, *TABLES[table].partition_by]))
 
 
 def flat_columns(metadata: pq.FileMetaData) -> list[str]:

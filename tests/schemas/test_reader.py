@@ -26,7 +26,8 @@ from schemas import (
 from schemas.check import check_dataset
 from schemas.history import FROZEN
 from schemas.migrations import MIGRATIONS
-from schemas.storage import META_TABLE, META_VERSION
+from schemas.reader import table_files
+from schemas.storage import META_TABLE, META_VERSION, resolve
 from tests.samesize import make_room, rewrite_keeping_size_and_mtime
 
 from .conftest import sample_rows, write_run
@@ -557,6 +558,101 @@ def test_footer_statistics_that_do_not_hold_the_data_are_refused(dataset):
         read_table(dataset, "measurements", filters=[("status", "=", "ok")])
     with pytest.raises(CorruptFileError, match=pattern):
         scan_table(dataset, "measurements").filter(pl.col("status") == "ok").collect()
+
+
+def _statistics_of(metadata: pq.FileMetaData, column: str) -> pq.Statistics:
+    group = metadata.row_group(0)
+    return next(group.column(i).statistics for i in range(group.num_columns) if group.column(i).path_in_schema == column)
+
+
+def _rewrite_first_row(path: Path, column: str, value: object) -> None:
+    """Write ``path`` again as another writer would (pyarrow's defaults, the footer's table and
+    version kept) with ``column`` of its first row set to ``value``; the column is stored
+    nullable where ``value`` is None (kernel-corpus's writer stores a required column as
+    REQUIRED Parquet, so its own files cannot hold a null there; another writer's can)."""
+    table = pq.read_table(path)
+    index = table.schema.get_field_index(column)
+    field = table.schema.field(index).with_nullable(value is None or table.schema.field(index).nullable)
+    values = table.column(column).to_pylist()
+    values[0] = value
+    pq.write_table(table.set_column(index, field, pa.array(values, field.type)), path)
+
+
+def _hide_the_null(path: Path) -> None:
+    """The status statistics' null_count (field 3, an i64 after no min/max fields: 0x36) 1 -> 0."""
+    _patch_footer(path, b"\x36\x02", b"\x36\x00", takes=lambda m: _statistics_of(m, "status").null_count == 0)
+
+
+def _hide_the_other_partition(path: Path) -> None:
+    _patch_footer(path, b"sm_80", b"sm_90", takes=lambda m: _statistics_of(m, "arch").min == "sm_90")
+
+
+def _hide_the_other_version(path: Path) -> None:
+    """schema_version's min_value (a 4-byte binary, after the deprecated min the writer also
+    stores for signed types) from 1 to the footer's version."""
+    version = SCHEMA_VERSION.to_bytes(4, "little")
+    _patch_footer(
+        path, b"\x04" + (1).to_bytes(4, "little"), b"\x04" + version,
+        takes=lambda m: _statistics_of(m, "schema_version").min == SCHEMA_VERSION,
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "forge"),
+    [("status", None, _hide_the_null), ("arch", "sm_80", _hide_the_other_partition), ("schema_version", 1, _hide_the_other_version)],
+    ids=["null-in-required-column", "row-of-another-partition", "row-of-another-version"],
+)
+def test_validation_does_not_take_footer_statistics_on_trust(dataset, column, value, forge):
+    """The gap: validation reads a file's null counts, partition values and schema_version from
+    its footer's statistics, which a foreign writer or a damaged footer can make say what the
+    data does not. A file under arch=sm_90/ whose statistics say 0 nulls / arch sm_90 / version
+    2 over a first row holding a null status / sm_80 / version 1 passed validation, and
+    unfiltered read_table (train's loader among its callers) returned that row without a word,
+    while filtered reads and scan_table refused the file. Every gated read now verifies them."""
+    victim = sorted(Path(dataset, "measurements", "arch=sm_90").glob("*.parquet"))[0]
+    _rewrite_first_row(victim, column, value)
+    forge(victim)
+    table_files(resolve(dataset), "measurements")  # the footer alone passes: it lies
+    pattern = f"{victim.name}.*statistics of column '{column}'"
+    for read in (
+        lambda: read_table(dataset, "measurements"),
+        lambda: read_table(dataset, "measurements", committed_only=False),
+        lambda: read_table(dataset, "measurements", columns=["run_id", "config_id", column], harvests="latest"),
+        lambda: scan_table(dataset, "measurements").collect(),
+    ):
+        with pytest.raises(CorruptFileError, match=pattern):
+            read()
+    assert any(victim.name in p and f"'{column}'" in p for p in check_dataset(dataset).problems)
+
+
+def test_a_conflicting_copy_whose_key_statistics_lie_is_refused(dataset):
+    """The key check looks for copies with a filter on the repeated keys, which skips row
+    groups by the key's statistics: a conflicting copy of ir_id ...01 in a file whose footer
+    says its ir_id are all ...09 escaped that comparison. Readers verify the key's statistics
+    (a required column's, which validation's verdict covers) before the rows are used; before,
+    read_table(columns=...) returned the rows with the copy dropped, and after compact (which
+    its replacement check stopped) had remembered "the copies agree", the whole read did too."""
+    from schemas.compact import compact
+
+    before = set(Path(dataset, "ir_nodes").rglob("*.parquet"))
+    DatasetWriter(dataset).write("ir_nodes", [{**row, "op_name": "tt.store"} for row in sample_rows(1)["ir_nodes"]])
+    (victim,) = set(Path(dataset, "ir_nodes").rglob("*.parquet")) - before
+    for bound in ("min", "max"):
+        _patch_footer(
+            victim, b"ir00000000000001", b"ir00000000000009",
+            takes=lambda m, bound=bound: getattr(_statistics_of(m, "ir_id"), bound) == "ir00000000000009",
+        )
+    pattern = f"{victim.name}.*statistics of column 'ir_id'"
+    with pytest.raises(DatasetError, match=f"not compacted: .*{pattern}"):
+        compact(dataset)  # its key check compared the copies without the lying file's
+    assert victim.exists()
+    for read in (
+        lambda: scan_table(dataset, "ir_nodes").collect(),
+        lambda: read_table(dataset, "ir_nodes"),
+        lambda: read_table(dataset, "ir_nodes", columns=["node_id"]),
+    ):
+        with pytest.raises(CorruptFileError, match=pattern):
+            read()
 
 
 def _flip_a_chunk_type(path: Path) -> None:
