@@ -655,6 +655,101 @@ def test_a_conflicting_copy_whose_key_statistics_lie_is_refused(dataset):
             read()
 
 
+def _write_lying_file(dataset: str) -> Path:
+    """Another run's measurements (not committed: read with ``committed_only=False``) in a new
+    file whose footer says its status values go up to 'oa' (the data: 'ok'): a filter on
+    status == 'ok' skips its row group unless the statistics are verified first."""
+    before = set(Path(dataset, "measurements").rglob("*.parquet"))
+    DatasetWriter(dataset).write("measurements", sample_rows(7)["measurements"])
+    (lying,) = set(Path(dataset, "measurements").rglob("*.parquet")) - before
+    status = lambda m: _statistics_of(m, "status").max == "oa"  # noqa: E731
+    _patch_footer(lying, b"\x02ok", b"\x02oa", takes=status)
+    return lying
+
+
+def test_files_replaced_or_added_after_the_statistics_verdict_are_never_pruned_unverified(dataset, monkeypatch):
+    """A filtered read whose file set's statistics verdict is known reads exactly the files of
+    that listing. Between the verdict and the read, a compact replaces them all and another
+    writer adds a file whose statistics lie: the read meets a vanished file, lists again and
+    verifies the new set, refusing the lying file rather than pruning its rows; a file added
+    with nothing replaced is not read at all until a later listing, which verifies it first."""
+    from schemas import reader
+    from schemas.compact import compact
+
+    ok = [("status", "=", "ok")]
+    assert read_table(dataset, "measurements", filters=ok, committed_only=False).num_rows == 6  # the verdict is known now
+    real_read_files = reader._read_files
+    injected: list[Path] = []
+
+    def concurrent(event: Callable[[], None]) -> Callable[..., pa.Table]:
+        def read_files(loc, table, found, columns, expression):
+            if table == "measurements" and expression is not None and not injected:
+                event()
+            return real_read_files(loc, table, found, columns, expression)
+
+        return read_files
+
+    monkeypatch.setattr(reader, "_read_files", concurrent(lambda: injected.append(_write_lying_file(dataset))))
+    assert read_table(dataset, "measurements", filters=ok, committed_only=False).num_rows == 6  # the listing's files, whole
+    (lying,) = injected
+    with pytest.raises(CorruptFileError, match=f"{lying.name}.*statistics of column 'status'"):
+        read_table(dataset, "measurements", filters=ok, committed_only=False)
+    lying.unlink()
+    assert read_table(dataset, "measurements", filters=ok, committed_only=False).num_rows == 6
+    injected.clear()
+
+    def compact_and_add() -> None:
+        compact(dataset)
+        injected.append(_write_lying_file(dataset))
+
+    monkeypatch.setattr(reader, "_read_files", concurrent(compact_and_add))
+    with pytest.raises(CorruptFileError) as refused:
+        read_table(dataset, "measurements", filters=ok, committed_only=False)
+    (lying,) = injected
+    assert lying.name in str(refused.value) and "statistics of column 'status'" in str(refused.value)
+    assert len(list(Path(dataset, "measurements").rglob("*.parquet"))) == 3  # two merged, one lying
+
+
+def test_a_scan_made_on_a_verified_file_set_reads_only_those_files(dataset):
+    """scan_table pushes filters into the scan only for a file set whose statistics verdict
+    is known, and the frame holds that set's files open: a compact and a lying file arriving
+    before it is collected change nothing it reads; a scan made afterwards verifies the new
+    set when collected (filters stay above that check) and refuses the lying file."""
+    from schemas.compact import compact
+
+    ok = pl.col("status") == "ok"
+    assert scan_table(dataset, "measurements", committed_only=False).filter(ok).collect().height == 6  # verdicts known now
+    frame = scan_table(dataset, "measurements", committed_only=False).filter(ok)
+    compact(dataset)
+    lying = _write_lying_file(dataset)
+    assert frame.collect().height == 6
+    later = scan_table(dataset, "measurements", committed_only=False).filter(ok)
+    with pytest.raises(CorruptFileError, match=f"{lying.name}.*statistics of column 'status'"):
+        later.collect()
+
+
+def test_filtered_reads_do_not_prune_by_a_page_index(dataset):
+    """kernel-corpus writes no page index (nor bloom filters), and its statistics check covers
+    only the footer's row-group statistics: this pins that pyarrow and polars, in the readers'
+    filtered reads, do not skip pages by another writer's page index either. A file written
+    with one, whose column index says its status pages hold 'oa' (the data: 'ok'), still gives
+    its rows; if an upgrade starts pruning by page indexes, they must be verified too."""
+    victim = sorted(Path(dataset, "measurements", "arch=sm_90").glob("*.parquet"))[0]
+    table = pq.read_table(victim)
+    pq.write_table(table, victim, write_page_index=True, max_rows_per_page=1, use_dictionary=False)
+    metadata = pq.ParquetFile(victim).metadata
+    assert metadata.row_group(0).column(0).has_column_index
+    raw = victim.read_bytes()
+    group = metadata.row_group(0)
+    data_end = max(group.column(i).data_page_offset + group.column(i).total_compressed_size for i in range(group.num_columns))
+    footer = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+    index = raw[data_end:footer]  # the column and offset indexes sit between the data and the footer
+    assert index.count(b"\x02ok") == 2 * 2  # min and max of the two 'ok' pages
+    victim.write_bytes(raw[:data_end] + index.replace(b"\x02ok", b"\x02oa") + raw[footer:])
+    assert read_table(dataset, "measurements", filters=[("status", "=", "ok")]).num_rows == 6
+    assert scan_table(dataset, "measurements").filter(pl.col("status") == "ok").collect().height == 6
+
+
 def _flip_a_chunk_type(path: Path) -> None:
     """Flip one footer bit so that the first BYTE_ARRAY column chunk's physical type is no
     type at all (storage damage in the footer, which no checksum covers). In the footer's
