@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,8 @@ from rich.console import Console
 
 from schemas.argtypes import non_empty_csv
 from schemas.console import print_error
-from train.report_doc import shown_ks, trivial_ks_note
-from train.stats import paired, t_interval
+from train.report_doc import Grid, pm_cell, print_grid, print_prose, shown_ks, trivial_ks_note
+from train.stats import Interval, Paired, paired, t_interval
 
 DEFAULT_METRICS = ("kendall_tau", "top1_slowdown", "top5_slowdown")
 """The default without run sizes (older metrics.json); with them, the top-k slowdowns are the
@@ -135,38 +135,113 @@ def _fmt(value: float | None, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
+@dataclass(frozen=True)
+class Figure:
+    """One entry's results on one metric over the shared seeds: the interval of its mean and,
+    but for the first entry, the paired difference to the first (:func:`train.stats.paired`)."""
+
+    value: Interval
+    against_first: Paired | None
+
+
+def figures(entries: Sequence[Entry], metrics: Sequence[str]) -> tuple[list[int], list[list[Figure]]]:
+    """(the shared seeds, per entry a :class:`Figure` per metric), after :func:`check_pairs`."""
+    seeds = check_pairs(entries)
+    first = entries[0]
+    table = []
+    for entry in entries:
+        row = []
+        for name in metrics:
+            values = {s: entry.metrics[s].get(name, math.nan) for s in seeds}
+            against = None
+            if entry is not first:
+                against = paired(values, {s: first.metrics[s].get(name, math.nan) for s in seeds}, name)
+            row.append(Figure(t_interval(list(values.values())), against))
+        table.append(row)
+    return seeds, table
+
+
+def _bracketed(interval: Interval, signed: bool = False) -> str:
+    cell = _fmt(interval.mean, signed)
+    if interval.low is not None:
+        cell += f" [{_fmt(interval.low, signed)}, {_fmt(interval.high, signed)}]"
+    return cell
+
+
+def _paired_cells(result: Paired | None, interval_cell: Callable[[Interval], str]) -> list[str]:
+    """Δ to the first entry, p-value, better/worse seeds (blank for the first entry)."""
+    if result is None:
+        return ["", "", ""]
+    p_value = "–" if result.p_value is None else f"{result.p_value:.3f}"
+    return [interval_cell(result.diff), p_value, f"{result.wins}/{result.losses}"]
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    return f"{len(seeds)} seeds ({', '.join(map(str, seeds))})"
+
+
 def compare_table(entries: Sequence[Entry], metrics: Sequence[str]) -> str:
     """Markdown: per entry and metric, mean [95 % interval] over the shared seeds, then the
     paired difference to the first entry [interval], p-value and better/worse seeds."""
-    seeds = check_pairs(entries)
+    seeds, table = figures(entries, metrics)
     header = ["entry"]
     for name in metrics:
         header += [name, f"Δ vs {entries[0].label}", "p", "better/worse"]
     lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    for entry in entries:
+    for entry, row in zip(entries, table):
         cells = [entry.label]
-        for name in metrics:
-            values = [entry.metrics[s].get(name, math.nan) for s in seeds]
-            interval = t_interval(values)
-            cell = _fmt(interval.mean)
-            if interval.low is not None:
-                cell += f" [{_fmt(interval.low)}, {_fmt(interval.high)}]"
-            cells.append(cell)
-            if entry is entries[0]:
-                cells += ["", "", ""]
-                continue
-            result = paired(
-                {s: entry.metrics[s].get(name, math.nan) for s in seeds},
-                {s: entries[0].metrics[s].get(name, math.nan) for s in seeds},
-                name,
-            )
-            diff = _fmt(result.diff.mean, signed=True)
-            if result.diff.low is not None:
-                diff += f" [{_fmt(result.diff.low, True)}, {_fmt(result.diff.high, True)}]"
-            p_value = "–" if result.p_value is None else f"{result.p_value:.3f}"
-            cells += [diff, p_value, f"{result.wins}/{result.losses}"]
+        for figure in row:
+            cells.append(_bracketed(figure.value))
+            cells += _paired_cells(figure.against_first, lambda diff: _bracketed(diff, True))
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + f"\n\n{len(seeds)} seeds ({', '.join(map(str, seeds))}), paired."
+    return "\n".join(lines) + f"\n\n{_seeds(seeds)}, paired."
+
+
+def compare_grid(entries: Sequence[Entry], metrics: Sequence[str], split: str, partition: str) -> Grid:
+    """The comparison for the terminal, cells ``mean ±half-interval`` as ``python -m train``'s
+    report prints them: a row per entry and metric, and a wide layout with a row per entry
+    (:func:`train.report_doc.print_grid` picks the one that fits)."""
+    seeds, table = figures(entries, metrics)
+    first = entries[0].label
+    long_rows, wide_rows = [], []
+    for entry, row in zip(entries, table):
+        wide = [entry.label]
+        for i, (name, figure) in enumerate(zip(metrics, row)):
+            value = pm_cell(figure.value.to_json(), name)
+            paired_cells = _paired_cells(figure.against_first, lambda diff, name=name: pm_cell(diff.to_json(), name, signed=True))
+            long_rows.append((entry.label if i == 0 else "", name, value, *paired_cells))
+            wide += [value, *paired_cells]
+        wide_rows.append(tuple(wide))
+    title = (
+        f"{split} split, {partition} runs: mean ± 95 % interval over {_seeds(seeds)}, "
+        f"and each entry minus {first}, paired seed by seed"
+    )
+    wide_columns = ["entry"]
+    for name in metrics:
+        wide_columns += [name, f"Δ vs {first}", "p", "better/worse"]
+    return Grid(
+        title,
+        ("entry", "metric", "mean", f"Δ vs {first}", "p", "better/worse"),
+        tuple(long_rows),
+        wide=Grid(title, tuple(wide_columns), tuple(wide_rows)),
+        left=2,
+    )
+
+
+def show(
+    console: Console, entries: Sequence[Entry], metrics: Sequence[str], note: str | None, *, split: str, partition: str
+) -> None:
+    """The comparison on ``console``: tables sized for it on a terminal; elsewhere (a pipe, a
+    log) the Markdown table, which reads and greps as it is."""
+    if not console.is_terminal:
+        print(compare_table(entries, metrics), file=console.file)
+        if note:
+            print(f"\nNote: {note}", file=console.file)
+        return
+    print_grid(console, compare_grid(entries, metrics, split, partition))
+    if note:
+        console.print()
+        print_prose(console, note, "note")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,9 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CompareError(
                 f"--metrics: {', '.join(unknown)} not in these results; they have {', '.join(sorted(known))}"
             )
-        print(compare_table(entries, metrics))
-        if note:
-            print(f"\nNote: {note}")
+        show(Console(), entries, metrics, note, split=args.split, partition=args.partition)
     except CompareError as exc:
         print_error(Console(stderr=True), str(exc))
         return 2

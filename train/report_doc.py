@@ -598,16 +598,55 @@ def rich_table(grid: Grid) -> Table:
     return table
 
 
+def _with_columns(grid: Grid, indices: Sequence[int]) -> Grid:
+    """``grid`` cut to its leading text columns and the columns at ``indices``."""
+    keep = [*range(grid.left), *indices]
+    return Grid(
+        grid.title,
+        tuple(grid.columns[i] for i in keep),
+        tuple(tuple(row[i] for i in keep) for row in grid.rows),
+        left=grid.left,
+    )
+
+
+def column_groups(console: Console, grid: Grid) -> list[Grid]:
+    """``grid`` as the console can show it: itself when it fits, else its columns cut, in
+    order, into the fewest groups that each fit, every group repeating the leading text
+    columns (a 13-column table on 80 columns reads as 2 or 3 tables, not as cells folded
+    into slivers; a column too wide alone still folds)."""
+    if fits(console, rich_table(grid)):
+        return [grid]
+    groups: list[list[int]] = [[]]
+    for index in range(grid.left, len(grid.columns)):
+        if groups[-1] and not fits(console, rich_table(_with_columns(grid, [*groups[-1], index]))):
+            groups.append([])
+        groups[-1].append(index)
+    return [_with_columns(grid, group) for group in groups]
+
+
 def print_grid(console: Console, grid: Grid) -> None:
-    """The title, then the wide layout when it fits the console, else the grid itself."""
+    """The title, then the wide layout when it fits the console, else the grid itself (in
+    groups of columns when even it is too wide: :func:`column_groups`)."""
     title = f"{grid.section}, {grid.title}" if grid.section else grid.title
     print_trimmed(console, Text(title, style="bold"))
-    wide = None if grid.wide is None else rich_table(grid.wide)
-    print_trimmed(console, wide if wide is not None and fits(console, wide) else rich_table(grid))
+    shown = grid.wide if grid.wide is not None and fits(console, rich_table(grid.wide)) else grid
+    for i, part in enumerate(column_groups(console, shown)):
+        if i:
+            console.print()
+        print_trimmed(console, rich_table(part))
 
 
 def _prose(rows: Iterable[tuple[str | Text, str]]) -> RenderableType:
     return Constrain(key_values(rows), width=PROSE_WIDTH)
+
+
+def print_prose(console: Console, text: str, label: str = "", style: str = "bold yellow") -> None:
+    """``text`` wrapped at :data:`PROSE_WIDTH` (or the console's width), after ``label`` in
+    ``style`` (``note``) when given, as the report prints its notes."""
+    if label:
+        print_trimmed(console, _prose([(Text(label, style=style), text)]))
+    else:
+        print_trimmed(console, Constrain(Text(text), width=PROSE_WIDTH))
 
 
 def print_report(console: Console, doc: ReportDoc) -> None:
@@ -616,7 +655,7 @@ def print_report(console: Console, doc: ReportDoc) -> None:
     print_trimmed(console, Text(doc.title, style="bold"))
     print_trimmed(console, _prose(doc.facts))
     for note in doc.notes:
-        print_trimmed(console, _prose([(Text("note", style="bold yellow"), note)]))
+        print_prose(console, note, "note")
     left_out = [g for g in doc.grids if not g.terminal]
     for grid in doc.grids:
         if grid.terminal:

@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tests.terminal import as_terminal, unstyled
 from tests.train.synthetic import write_dataset
 from train.baselines.__main__ import main, parse_args
 from train.baselines.compare import CompareConfig, compare_baselines
@@ -215,6 +216,33 @@ def test_compare_shows_the_top_k_the_report_shows_and_says_why(tmp_path, capsys)
     assert compare_main([f"a={tmp_path / 'base'}:m", "--metrics", "kendall_tau,top5_slowdown"]) == 0
     out = capsys.readouterr().out
     assert "top5_slowdown" in out.splitlines()[0] and "Note:" not in out
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_compare_prints_tables_that_fit_the_terminal(tmp_path, capsys, monkeypatch, width):
+    """On a terminal train.compare printed its Markdown table, 13 columns on 150 characters
+    for 3 metrics; now tables that fit as python -m train's report prints them: at 80 columns
+    a row per entry and metric, on a wide terminal a row per entry. Piped, it is Markdown."""
+    for name, shift in (("base", 0.0), ("variant", 1.0)):
+        write_report(tmp_path / name, [_result("m", s, shift + 0.1 * s) for s in (0, 1, 2)], plots=False)
+    argv = [f"a={tmp_path / 'base'}:m", f"b={tmp_path / 'variant'}:m"]
+    assert compare_main(argv) == 0
+    piped = capsys.readouterr().out
+    assert piped.startswith("| entry | kendall_tau |") and max(map(len, piped.splitlines())) > 100
+    as_terminal(monkeypatch, width)
+    assert compare_main(argv) == 0
+    lines = unstyled(capsys.readouterr().out)
+    assert max(map(len, lines)) <= width
+    assert not any(line.startswith("|") for line in lines)
+    words = " ".join(" ".join(lines).split())
+    assert "family split, test runs" in words and "each entry minus a" in words
+    b_rows = [line for line in lines if "/" in line and not line.startswith(("a ", "entry"))]
+    assert any("0/3" in line for line in b_rows)  # b worse on every seed in tau
+    if width == 80:  # a row per entry and metric, the entry named on its first
+        assert len(b_rows) == 3 and b_rows[0].startswith("b ") and "kendall_tau" in b_rows[0]
+    else:
+        assert len(b_rows) == 1 and b_rows[0].count("/") == 3
+    assert "note runs have a median of 3 configs" in words and "shows top-1 and top-2" in words
 
 
 def test_rows_key_follows_the_rows_not_their_order_or_columns():

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from rich.console import Console
+
 from schemas import DatasetError
 from schemas.argtypes import number, positive_int
 from schemas.signals import stop_on_termination, stopped
@@ -25,7 +27,7 @@ from train.replay.app import (
     run_replay,
     select_checkpoints,
 )
-from train.replay.report import write_outputs
+from train.replay.report import ReplayDoc, print_replay, to_markdown, write_outputs
 from train.replay.strategies import KNOWN, REMEASURED, STRATEGIES
 
 DESCRIPTION = (
@@ -165,6 +167,15 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     return config
 
 
+def show(console: Console, doc: ReplayDoc) -> None:
+    """The report on ``console``: tables sized for it on a terminal (the replay's has a dozen
+    columns); elsewhere (a pipe, a log) replay.md's Markdown, which reads and greps as it is."""
+    if console.is_terminal:
+        print_replay(console, doc)
+    else:
+        print(to_markdown(doc), file=console.file)
+
+
 def _out_clash(config: ReplayConfig) -> str | None:
     """Why ``--out`` would mix the replay's files into the dataset or into the ``python -m
     train`` output it replays, or None. In the dataset they lay a ``runs.parquet`` beside its
@@ -237,6 +248,6 @@ def _replay(config: ReplayConfig, writing: list[bool]) -> int:
         return 2
     assert config.out is not None
     writing.append(True)
-    print(write_outputs(Path(config.out), outcomes, config.strategies, meta))
+    show(Console(), write_outputs(Path(config.out), outcomes, config.strategies, meta))
     print(f"wrote {config.out}/replay.md, replay.json, runs.parquet, regret.png", file=sys.stderr)
     return 0

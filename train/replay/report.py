@@ -1,4 +1,5 @@
-"""The replay's outputs: ``replay.md`` (the tables, printed), ``replay.json``, ``runs.parquet``
+"""The replay's outputs: ``replay.md`` (the tables; on a terminal they are printed sized for
+it, :func:`print_replay`), ``replay.json``, ``runs.parquet``
 (one row per seed, run and strategy) and ``regret.png``."""
 
 from __future__ import annotations
@@ -6,12 +7,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+from rich.console import Console
+from rich.text import Text
 
+from schemas.console import print_trimmed
 from train.replay.strategies import TOLERANCES, RunOutcome
 from train.replay.summary import (
     FRACTIONS,
@@ -24,6 +29,7 @@ from train.replay.summary import (
     seed_table,
     strategy_rows,
 )
+from train.report_doc import Grid, print_grid, print_prose
 
 HOW_TO_READ = (
     "Each held-out run is tuned by every strategy, one benchmark at a time; regret is "
@@ -40,7 +46,13 @@ def _tolerance_label(tolerance: float) -> str:
     return "= best" if tolerance == 0 else f"<= {tolerance:.0%}"
 
 
-def strategy_markdown(rows: Sequence[StrategyRow]) -> str:
+def _markdown(grid: Grid) -> str:
+    """``grid`` as a Markdown table (no title: replay.md's captions come before them)."""
+    lines = ["| " + " | ".join(grid.columns) + " |", "|" + "---|" * len(grid.columns)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in grid.rows])
+
+
+def strategy_grid(rows: Sequence[StrategyRow]) -> Grid:
     """The per-strategy table (fixed-order tuners; ``auto`` has its own)."""
     head = (
         ["strategy", "runs"]
@@ -48,66 +60,56 @@ def strategy_markdown(rows: Sequence[StrategyRow]) -> str:
         + ["vs random (2%)"]
         + [f"regret @ {f:.0%}" for f in FRACTIONS]
     )
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cells = []
     for row in rows:
         if row.spent is not None:
             continue
-        cells = [row.strategy, str(row.runs)]
-        cells += [row.needed[t].format(2) for t in TOLERANCES]
-        cells.append(row.vs_random.format(2) if row.vs_random else "-")
-        cells += [row.regret[f].format(1, percent=True) for f in FRACTIONS]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        line = [row.strategy, str(row.runs)]
+        line += [row.needed[t].format(2) for t in TOLERANCES]
+        line.append(row.vs_random.format(2) if row.vs_random else "-")
+        line += [row.regret[f].format(1, percent=True) for f in FRACTIONS]
+        cells.append(tuple(line))
+    return Grid("per strategy: mean ± 95% interval over seeds", tuple(head), tuple(cells))
 
 
-def auto_markdown(rows: Sequence[StrategyRow]) -> str:
-    """``--budget auto``: what it spends and the regret it stops at."""
+def auto_grid(rows: Sequence[StrategyRow]) -> Grid | None:
+    """``--budget auto``: what it spends and the regret it stops at (None without ``auto``)."""
     auto = [row for row in rows if row.spent is not None]
     if not auto:
-        return ""
-    lines = [
-        "| strategy | runs | configs benchmarked | share of the run's configs | regret at stop |",
-        "|---|---|---|---|---|",
-    ]
+        return None
+    cells = []
     for row in auto:
         assert row.spent and row.spent_fraction and row.final_regret
-        lines.append(
-            f"| {row.strategy} | {row.runs} | {row.spent.format(2)} | "
-            f"{row.spent_fraction.format(1, percent=True)} | {row.final_regret.format(2, percent=True)} |"
-        )
-    return "\n".join(lines)
+        cells.append((row.strategy, str(row.runs), row.spent.format(2),
+                      row.spent_fraction.format(1, percent=True), row.final_regret.format(2, percent=True)))  # fmt: skip
+    head = ("strategy", "runs", "configs benchmarked", "share of the run's configs", "regret at stop")
+    return Grid("--budget auto", head, tuple(cells))
 
 
-def family_markdown(table: Sequence[Mapping[str, Any]], strategies: Sequence[str]) -> str:
+def family_grid(table: Sequence[Mapping[str, Any]], strategies: Sequence[str]) -> Grid:
     """Per held-out family: mean configs to reach 2% regret, per strategy."""
     shown = [s for s in strategies if any(row.get(s) is not None for row in table)]
-    lines = [
-        "| family | runs | " + " | ".join(shown) + " |",
-        "|" + "---|" * (len(shown) + 2),
-    ]
-    for row in table:
-        cells = [str(row["family"]), str(row["runs"])]
-        cells += ["-" if row.get(s) is None else f"{row[s]:.2f}" for s in shown]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    cells = tuple(
+        (str(row["family"]), str(row["runs"]), *("-" if row.get(s) is None else f"{row[s]:.2f}" for s in shown))
+        for row in table
+    )
+    return Grid("per held-out family", ("family", "runs", *shown), cells)
 
 
-def seed_markdown(table: Sequence[Mapping[str, Any]], strategies: Sequence[str], max_families: int = 6) -> str:
-    """Per seed: held-out runs and families, each strategy's ratio to random at 2% regret."""
+def seed_grid(table: Sequence[Mapping[str, Any]], strategies: Sequence[str], max_families: int = 6) -> Grid | None:
+    """Per seed: held-out runs and families, each strategy's ratio to random at 2% regret
+    (None without a strategy besides random)."""
     shown = [s for s in strategies if s != "random" and any(row.get(s) is not None for row in table)]
     if not shown:
-        return ""  # no ratio without random's figures
-    lines = [
-        "| " + " | ".join(["seed", "runs", "held-out families", *shown]) + " |",
-        "|" + "---|" * (len(shown) + 3),
-    ]
+        return None  # no ratio without random's figures
+    cells = []
     for row in table:
         families = list(row["families"])
-        named = ", ".join(families[:max_families]) + (f" and {len(families) - max_families} more" if len(families) > max_families else "")
-        cells = [str(row["seed"]), str(row["runs"]), named]
-        cells += ["-" if row.get(s) is None else f"{row[s]:.2f}" for s in shown]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        more = len(families) - max_families
+        named = ", ".join(families[:max_families]) + (f" and {more} more" if more > 0 else "")
+        cells.append((str(row["seed"]), str(row["runs"]), named,
+                      *("-" if row.get(s) is None else f"{row[s]:.2f}" for s in shown)))  # fmt: skip
+    return Grid("per seed", ("seed", "runs", "held-out families", *shown), tuple(cells), left=3)
 
 
 def runs_frame(outcomes: Sequence[RunOutcome]) -> pl.DataFrame:
@@ -176,14 +178,15 @@ def write_outputs(
     outcomes: Sequence[RunOutcome],
     strategies: Sequence[str],
     meta: Mapping[str, Any],
-) -> str:
-    """Write every output into ``out`` (created) and return the markdown report."""
+) -> ReplayDoc:
+    """Write every output into ``out`` (created) and return the report (replay.md is its
+    :func:`to_markdown`)."""
     out.mkdir(parents=True, exist_ok=True)
     rows = strategy_rows(outcomes, strategies)
     families = family_table(outcomes, strategies)
     seeds = seed_table(outcomes, strategies)
-    markdown = render(rows, families, strategies, meta, seeds)
-    (out / "replay.md").write_text(markdown)
+    doc = build_doc(rows, families, strategies, meta, seeds)
+    (out / "replay.md").write_text(to_markdown(doc))
     summary = {
         "meta": dict(meta),
         "strategies": {
@@ -203,18 +206,28 @@ def write_outputs(
     (out / "replay.json").write_text(json.dumps(_finite_json(summary), indent=1, allow_nan=False))
     runs_frame(outcomes).write_parquet(out / "runs.parquet")
     plot(outcomes, strategies, out / "regret.png")
-    return markdown
+    return doc
 
 
-def render(
+@dataclass(frozen=True)
+class ReplayDoc:
+    """What the replay says, for ``replay.md`` (:func:`to_markdown`) and the terminal
+    (:func:`print_replay`): the header line (Markdown: names in backticks), the tables after
+    their captions (the first, the strategy table, has none), the notes."""
+
+    header: str
+    tables: tuple[tuple[str, Grid], ...]
+    notes: tuple[str, ...]
+
+
+def build_doc(
     rows: Sequence[StrategyRow],
     families: Sequence[Mapping[str, Any]],
     strategies: Sequence[str],
     meta: Mapping[str, Any],
     seed_rows: Sequence[Mapping[str, Any]] = (),
-) -> str:
-    """The markdown report: what was replayed, the strategy table, ``auto``, per seed, per
-    family."""
+) -> ReplayDoc:
+    """The report: what was replayed, the strategy table, ``auto``, per seed, per family."""
     seeds = meta.get("seeds", [])
     # A seed whose split held out no run to replay is in no figure: the intervals are over the
     # seeds that contributed runs, which the header says rather than the notes alone.
@@ -226,9 +239,7 @@ def render(
         if idle
         else ""
     )
-    parts = [
-        "# Tuning replay",
-        "",
+    header = (
         f"data `{meta.get('data')}`, model `{meta.get('model')}`"
         + (" (refit on train + val runs)" if meta.get("refit") else "")
         + f", split `{meta.get('split')}`, "
@@ -236,23 +247,50 @@ def render(
         f"{'val ' if meta.get('partition') == 'val' else ''}runs over all seeds, "
         f"{meta.get('configs')} configs)"
         # --repeats concerns lfbo alone: the other strategies are exact or deterministic
-        + (f", lfbo draws per run: {meta.get('repeats')}" if "lfbo" in strategies else ""),
-        "",
-        HOW_TO_READ,
-        "",
-        strategy_markdown(rows),
-    ]
-    auto = auto_markdown(rows)
-    if auto:
+        + (f", lfbo draws per run: {meta.get('repeats')}" if "lfbo" in strategies else "")
+    )
+    tables: list[tuple[str, Grid]] = [("", strategy_grid(rows))]
+    auto = auto_grid(rows)
+    if auto is not None:
         # :g, not :.0%: --ei-threshold 1e-9 and 0.999999 read "< 0%" and "< 100%"
         threshold = f"{meta.get('ei_threshold', 0.01) * 100:g}%"
-        parts += ["", f"`--budget auto` (stops when expected improvement < {threshold}):", "", auto]
-    per_seed = seed_markdown(seed_rows, strategies) if seed_rows else ""
-    if per_seed:
-        parts += ["", "Configs to reach 2% regret over random's, per seed (the *vs random* column "
-                  "averages these):", "", per_seed]  # fmt: skip
-    parts += ["", "Configs to reach 2% regret, per held-out family (pooled over seeds):", ""]
-    parts.append(family_markdown(families, strategies))
-    for note in meta.get("notes", []):
+        tables.append((f"`--budget auto` (stops when expected improvement < {threshold}):", auto))
+    per_seed = seed_grid(seed_rows, strategies) if seed_rows else None
+    if per_seed is not None:
+        caption = "Configs to reach 2% regret over random's, per seed (the *vs random* column averages these):"
+        tables.append((caption, per_seed))
+    caption = "Configs to reach 2% regret, per held-out family (pooled over seeds):"
+    tables.append((caption, family_grid(families, strategies)))
+    return ReplayDoc(header, tuple(tables), tuple(meta.get("notes", [])))
+
+
+def to_markdown(doc: ReplayDoc) -> str:
+    """``replay.md``."""
+    parts = ["# Tuning replay", "", doc.header, "", HOW_TO_READ]
+    for caption, grid in doc.tables:
+        parts += ["", caption, "", _markdown(grid)] if caption else ["", _markdown(grid)]
+    for note in doc.notes:
         parts += ["", f"Note: {note}"]
     return "\n".join(parts) + "\n"
+
+
+def _plain(markdown: str) -> str:
+    """A line of replay.md for the terminal: without the Markdown marks (backticks, ``*``),
+    and without the colon that introduced a table."""
+    return markdown.replace("`", "").replace("*", "").removesuffix(":")
+
+
+def print_replay(console: Console, doc: ReplayDoc) -> None:
+    """The report on a terminal: its tables sized for the console as ``python -m train``
+    prints its report (:func:`train.report_doc.print_grid`: a table too wide is cut into
+    groups of columns, each repeating the strategy), the prose wrapped."""
+    print_trimmed(console, Text("Tuning replay", style="bold"))
+    print_prose(console, _plain(doc.header))
+    console.print()
+    print_prose(console, _plain(HOW_TO_READ))
+    for caption, grid in doc.tables:
+        console.print()
+        print_grid(console, replace(grid, title=_plain(caption)) if caption else grid)
+    for note in doc.notes:
+        console.print()
+        print_prose(console, note, "note")

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tests.terminal import as_terminal, unstyled
 from train.checkpoint import write_meta
 from train.cli import main as train_main
 from train.predict import MissingInputsWarning, UnseenArchWarning, UnseenIrValuesWarning
@@ -62,6 +63,26 @@ def test_replay_writes_every_strategy_for_every_seed(harvested, trained, tmp_pat
     assert set(summary["strategies"]) == set(STRATEGIES)
     assert summary["strategies"]["random"]["vs_random"]["mean"] == pytest.approx(1.0)
     assert (out / "regret.png").stat().st_size > 0
+
+
+def test_a_terminal_gets_tables_that_fit_and_a_pipe_gets_replay_md(harvested, trained, tmp_path, capsys, monkeypatch):
+    """On a terminal the replay printed replay.md's Markdown, whose strategy table has a dozen
+    columns on ~150 characters; now tables cut to the terminal's width, the strategy named in
+    each. Piped (a log, grep), stdout is replay.md as written."""
+    argv = ["--data", harvested, "--model", str(trained), "--strategies", "random,model,hedged"]
+    assert main([*argv, "--out", str(tmp_path / "piped")]) == 0
+    assert capsys.readouterr().out == (tmp_path / "piped" / "replay.md").read_text() + "\n"
+    as_terminal(monkeypatch, 80)
+    assert main([*argv, "--out", str(tmp_path / "shown")]) == 0
+    lines = unstyled(capsys.readouterr().out)
+    assert max(map(len, lines)) <= 80 and all(line == line.rstrip() for line in lines)
+    assert not any(line.startswith("|") or "`" in line for line in lines)
+    strategy_headers = [line for line in lines if line.startswith("strategy ")]
+    assert len(strategy_headers) >= 2  # the strategy table in two or more groups of columns
+    assert "configs to <= 2%" in " ".join(strategy_headers) and "regret @ 20%" in " ".join(strategy_headers)
+    for name in ("random", "model", "hedged"):  # a row in each group
+        assert sum(line.startswith(f"{name} ") for line in lines) >= len(strategy_headers)
+    assert "| random |" in (tmp_path / "shown" / "replay.md").read_text()  # the file is Markdown still
 
 
 def test_each_split_kind_replays_its_own_checkpoints_and_held_out_runs(harvested, trained, capsys):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from train.replay.report import write_outputs
+from train.replay.report import to_markdown, write_outputs
 from train.replay.strategies import TOLERANCES, RunOutcome
 
 
@@ -51,7 +51,7 @@ def test_per_seed_ratios_are_what_vs_random_averages(tmp_path: Path) -> None:
         _outcome(1, "random", "welford", 2.0),
         _outcome(1, "model", "welford", 3.0),  # the model loses on this seed's family
     ]
-    markdown = write_outputs(tmp_path, outcomes, ["random", "model"], {"seeds": [0, 1]})
+    markdown = to_markdown(write_outputs(tmp_path, outcomes, ["random", "model"], {"seeds": [0, 1]}))
     summary = json.loads((tmp_path / "replay.json").read_text())
     seeds = summary["seeds"]
     assert [(row["seed"], row["families"], row["model"]) for row in seeds] == [
@@ -73,10 +73,10 @@ def test_the_auto_line_and_header_give_the_settings_replayed(tmp_path: Path) -> 
     outcomes = [_outcome(0, "random", "softmax", 3.0), auto]
     for threshold, shown in ((1e-9, "< 1e-07%"), (0.999999, "< 99.9999%"), (0.01, "< 1%")):
         meta = {"seeds": [0], "ei_threshold": threshold, "repeats": 3}
-        markdown = write_outputs(tmp_path, outcomes, ["random", "auto"], meta)
+        markdown = to_markdown(write_outputs(tmp_path, outcomes, ["random", "auto"], meta))
         assert f"(stops when expected improvement {shown})" in markdown
         assert "draws per run" not in markdown
-    markdown = write_outputs(tmp_path, [*outcomes, _outcome(0, "lfbo", "softmax", 2.0)], ["random", "lfbo", "auto"], meta)
+    markdown = to_markdown(write_outputs(tmp_path, [*outcomes, _outcome(0, "lfbo", "softmax", 2.0)], ["random", "lfbo", "auto"], meta))
     assert "lfbo draws per run: 3" in markdown
 
 
@@ -88,8 +88,8 @@ def test_the_header_says_how_many_seeds_contributed_runs(tmp_path: Path) -> None
         _outcome(2, "random", "welford", 2.0),
     ]
     meta = {"seeds": [0, 1, 2], "runs": 2, "configs": 8}
-    markdown = write_outputs(tmp_path, outcomes, ["random"], meta)
+    markdown = to_markdown(write_outputs(tmp_path, outcomes, ["random"], meta))
     header = markdown.splitlines()[2]
     assert "seeds 0, 1, 2 (2 of the 3 contributed runs, seed(s) 1 none to replay; 2 held-out runs" in header
-    every = write_outputs(tmp_path, outcomes, ["random"], {**meta, "seeds": [0, 2]})
+    every = to_markdown(write_outputs(tmp_path, outcomes, ["random"], {**meta, "seeds": [0, 2]}))
     assert "seeds 0, 2 (2 held-out runs over all seeds, 8 configs)" in every
