@@ -21,7 +21,13 @@ import sys
 from rich.console import Console
 
 from corpus.destination import add_force_out
-from corpus.harvest.app import HarvestConfig, HarvestError, default_workers, run_harvest
+from corpus.harvest.app import (
+    HarvestConfig,
+    HarvestError,
+    default_workers,
+    run_harvest,
+    runs_committed,
+)
 from corpus.harvest.selftest import exit_code, run_self_test, self_test_config
 from corpus.harvest.settings import SettingsError, read_settings
 from corpus.suite.registry import BUILTIN_SUITE
@@ -37,7 +43,7 @@ from schemas.argtypes import (
     positive_float,
     positive_int,
 )
-from schemas.console import print_error
+from schemas.console import print_error, print_labelled
 from schemas.helptext import plain
 from schemas.signals import Terminated, stop_on_termination
 
@@ -169,7 +175,15 @@ def parse(argv: list[str] | None = None) -> HarvestConfig:
         command=shlex.join(["python", "-m", "corpus.harvest", *(sys.argv[1:] if argv is None else argv)]),
     )
 
-KEPT = "finished runs are committed; rerun the same command to resume"
+def kept(stop: KeyboardInterrupt) -> str:
+    """What a stopped harvest kept, as it is: the runs it finished are committed, or it had
+    finished none (it used to say "finished runs are committed" either way)."""
+    count = runs_committed(stop)
+    if count == 0:
+        return "no run had finished, so none was committed; rerun the same command to harvest"
+    return f"the {count} run(s) it finished are committed; rerun the same command to resume"
+
+
 SELF_TEST_READS = ("self_test", "device", "suite", "help")
 """The options ``--self-test`` reads; it refuses the others rather than ignore them."""
 
@@ -213,10 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         print_error(console, str(exc))
         return 2
     except Terminated as stop:
-        console.print(f"[yellow]stopped by {stop.name}[/]: {KEPT}", soft_wrap=True)
+        print_labelled(console, f"stopped by {stop.name}", "yellow", kept(stop))
         return stop.exit_code
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]: {KEPT}", soft_wrap=True)
+    except KeyboardInterrupt as stop:
+        print_labelled(console, "interrupted", "yellow", kept(stop))
         return 130
     return 0
 

@@ -439,12 +439,33 @@ def harvest_here(
             writer_id=writer_id,
             guide=guide,
         )
-        with progress:
+        with progress, said_on_stop(lambda: harvester.totals.runs_done):
             totals = harvester.run(todo)
         print_summary(console, totals, progress.elapsed_s, config.out)
         if guide is not None:
             guide.print_summary(console, [BestOfRun.of(result) for result in totals.results])
     return HarvestOutcome(planned, len(planned) - len(todo), totals)
+
+
+@contextlib.contextmanager
+def said_on_stop(committed: Callable[[], int]) -> Iterator[None]:
+    """Around a harvest's measuring: Ctrl-C or a termination signal that stops it leaves with
+    the count of runs it committed (``committed()``: those it finished, all committed before
+    the stop propagates), which :func:`runs_committed` reads for the line said on the way out."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        setattr(stop, _RUNS_COMMITTED, committed())
+        raise
+
+
+_RUNS_COMMITTED = "runs_committed"
+
+
+def runs_committed(stop: KeyboardInterrupt) -> int:
+    """How many runs the harvest that ``stop`` ended committed (0 when it stopped before
+    measuring: planning, starting workers)."""
+    return int(getattr(stop, _RUNS_COMMITTED, 0))
 
 
 @contextlib.contextmanager

@@ -52,6 +52,7 @@ from corpus.harvest.app import (
     load_guide_inputs,
     plan_request,
     resolve_execution,
+    said_on_stop,
     versions,
 )
 from corpus.harvest.checks import check_dtypes, check_plan, load_families
@@ -581,7 +582,8 @@ def _harvest(
     with harvesting(config, planned, token, console, work_begins=work_begins):
         feed = Feed(deque(sorted(resumed.todo, key=lambda r: (-r.estimated_cost, r.run_id))), known)
         begin = time.monotonic()
-        feed_runs(feed, actors, console)
+        with said_on_stop(lambda: sum(1 for done in feed.done if done.configs)):
+            feed_runs(feed, actors, console)
         elapsed = time.monotonic() - begin
         totals = cluster_totals(feed.done)
         print_nodes(console, feed, elapsed)

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from corpus.harvest.__main__ import kept
+from corpus.harvest.__main__ import main as harvest_main
 from schemas import read_table
 from schemas.check import check_dataset
 from schemas.signals import Terminated, stop_on_termination
@@ -99,7 +101,7 @@ def test_a_harvest_stopped_by_sigterm_commits_its_finished_runs(tmp_path: Path):
 
     watcher = threading.Thread(target=terminate_after_a_finished_run, daemon=True)
     config = parse(["--out", str(out), *args])
-    with pytest.raises(Terminated), stop_on_termination():
+    with pytest.raises(Terminated) as stopped, stop_on_termination():
         watcher.start()
         run_harvest(config, read_settings(), console)
         time.sleep(5.0)  # the harvest ended before the signal: let it land, failing below
@@ -108,9 +110,31 @@ def test_a_harvest_stopped_by_sigterm_commits_its_finished_runs(tmp_path: Path):
     planned = len(run_harvest(parse(["--out", str(out), *args, "--dry-run"]), read_settings(),
                               Console(file=io.StringIO())).planned)
     assert finished_at_kill and finished_at_kill[0] <= committed < planned, (finished_at_kill, committed, planned)
+    # the line python -m corpus.harvest says on the way out counts them
+    assert kept(stopped.value).startswith(f"the {committed} run(s) it finished are committed;")
     assert check_dataset(str(out)).ok
 
     harvest_in_process(out, *args)
     table = read_table(str(out), "measurements", columns=["run_id", "config_id"])
     keys = list(zip(table.column("run_id").to_pylist(), table.column("config_id").to_pylist()))
     assert len(keys) == len(set(keys)) == 2 * planned
+
+
+def test_a_harvest_stopped_before_any_run_finished_says_none_was_committed(tmp_path, monkeypatch, capsys):
+    """SIGTERM as the harvest starts (its start lines printed, nothing measured): the last line
+    said "finished runs are committed" although no run had finished; it now says so."""
+    import corpus.harvest.app as app
+
+    start = app.print_start
+
+    def start_then_terminate(*args: object, **kwargs: object) -> None:
+        start(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5.0)  # the handler raises here, well before this ends
+
+    monkeypatch.setattr(app, "print_start", start_then_terminate)
+    out = tmp_path / "out"
+    code = harvest_main(["--out", str(out), "--families", "softmax", "--max-configs", "1", "--dtypes", "float32"])
+    assert code == 128 + signal.SIGTERM
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "stopped by SIGTERM: no run had finished, so none was committed; rerun the same command to harvest"
