@@ -62,7 +62,17 @@ def build_describe_parser() -> argparse.ArgumentParser:
         help="compile target to record when the IR names none (TTIR), e.g. sm_90 or cuda:90, "
         "recorded as cuda:90; refused when it contradicts a TTGIR file's ttg.target (default: none)",
     )
+    # the usage line showed only this form: say the subcommand there too, in argparse's layout
+    parser.usage = parser.format_usage().removeprefix("usage: ").rstrip() + "\n       " + _compile_usage()
     return parser
+
+
+def _compile_usage() -> str:
+    """``python -m extract compile``'s usage in one line: its required options and the
+    kernel, the rest left to its own ``-h``."""
+    parser = build_compile_parser()
+    required = [f"{a.option_strings[0]} {a.metavar or a.dest.upper()}" for a in parser._actions if a.required and a.option_strings]
+    return f"{parser.prog} [-h] {' '.join(required)} [...] kernel"
 
 
 def build_compile_parser() -> argparse.ArgumentParser:

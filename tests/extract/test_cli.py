@@ -33,6 +33,20 @@ def test_module_entry_prints_node_link_json(fixture_dir: Path) -> None:
     assert {kind for _, _, kind in graph.edges(data="kind")} == {"data", "region"}
 
 
+def test_the_usage_line_shows_the_compile_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m extract --help`` (and a bad call's usage) showed only ``... file``: the
+    compile form was in the description alone."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert usage[0] == "usage: python -m extract [-h] [--format {json,summary}] [--target TARGET] file"
+    assert usage[1].split() == ["python", "-m", "extract", "compile", "[-h]", "--signature", "SIGNATURE",
+                                "--out", "OUT", "[...]", "kernel"]  # fmt: skip
+    with pytest.raises(SystemExit):
+        main([])
+    assert "python -m extract compile [-h]" in capsys.readouterr().err
+
+
 def test_summary_format(fixture_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(fixture_dir / "nested_loops.sm_90.ttir"), "--format", "summary"]) == 0
     out = capsys.readouterr().out
