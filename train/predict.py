@@ -73,13 +73,48 @@ class UnseenArchWarning(UserWarning):
 
 
 class MissingInputsWarning(UserWarning):
-    """The candidates lack inputs the model was trained with; its ranking degrades."""
+    """The candidates lack inputs the model was trained with; its ranking degrades. The message
+    is :func:`input_warning`'s: what and what to do on the first line, the inputs below."""
+
+    advice = "add them to the candidates"
+    """What to do about it, for a caller that words the first line its own way."""
 
 
 class UnseenIrValuesWarning(UserWarning):
     """The candidates' IR holds categorical values (op names, dialects, dtypes, ...) the model
     never saw in training: it reads them all as one unknown value, so part of those graphs is
-    unreadable to it and its ranking degrades."""
+    unreadable to it and its ranking degrades. The message is :func:`input_warning`'s: what
+    and what to do on the first line, then a line per column with a few of its values."""
+
+    advice = "train it on runs that hold them to rank them fully"
+    """What to do about it, for a caller that words the first line its own way."""
+
+
+DETAIL_INDENT = "  "
+"""Before each detail line of an input warning (under its first line)."""
+
+
+def input_warning(headline: str, details: Sequence[str]) -> str:
+    """A warning's text: ``headline`` (what happened and what to do, one line), then each of
+    ``details`` on a line of its own, indented (long lists are cut by the caller, with "and N
+    more")."""
+    return "\n".join([headline, *(DETAIL_INDENT + line for line in details)])
+
+
+def warning_parts(warning: Warning | str) -> tuple[str, list[str]]:
+    """(headline, detail lines without their indent) of an :func:`input_warning` text, for a
+    caller that says the headline its own way (the harvest's note, ``corpus.guide``)."""
+    headline, *details = str(warning).split("\n")
+    return headline, [line.removeprefix(DETAIL_INDENT) for line in details]
+
+
+def _some(names: Sequence[str], limit: int, rest: str = "") -> str:
+    """``names`` joined, the first ``limit`` of them then "and N more" (``rest``: where the
+    others are listed)."""
+    more = len(names) - limit
+    if more <= 1:  # "and 1 more" would take the room of the name
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])} and {more} more" + (f" ({rest})" if rest else "")
 
 
 InputWarningSink = Callable[[UserWarning], None]
@@ -215,9 +250,10 @@ def rank_configs(
     check_ir_target(ckpt, frame, allow_unseen_arch=allow_unseen_arch, on_warning=on_input_warning)
     absent = missing_inputs(frame, ckpt.seen.get("input_columns", []))
     if absent:
-        message = (
-            f"candidates lack {len(absent)} input(s) the model was trained with, ranked as "
-            f"unknown: {', '.join(absent)}"
+        message = input_warning(
+            f"candidates lack {len(absent)} input(s) the model was trained with, so it ranks "
+            f"less well ({MissingInputsWarning.advice})",
+            [_some(absent, MISSING_NAMED, "checkpoint.json's seen.input_columns lists them all")],
         )
         _warn_input(on_input_warning, MissingInputsWarning(message), stacklevel=2)
     _warn_runs_lacking(frame, ckpt.seen.get("inputs_of_every_run", []), set(absent), on_input_warning)
@@ -259,13 +295,21 @@ def _warn_runs_lacking(
     lacking = {c: n for c, n in runs_lacking(frame, every_run).items() if c not in said}
     if lacking:
         total = frame["run_id"].n_unique() if "run_id" in frame.columns else 1
-        listed = ", ".join(f"{column} ({count} of {total} runs)" for column, count in lacking.items())
-        message = f"some runs lack input(s) every run the model was trained on had, ranked as unknown: {listed}"
+        listed = [f"{column} ({count} of {total} runs)" for column, count in lacking.items()]
+        message = input_warning(
+            "some runs lack input(s) every training run had, so the model ranks them less well "
+            "(add them to those runs' candidates)",
+            [_some(listed, MISSING_NAMED)],
+        )
         _warn_input(sink, MissingInputsWarning(message), stacklevel=3)
 
 
-UNSEEN_EXAMPLES = 5
-"""Unseen values named per column in an :class:`UnseenIrValuesWarning` (the first, sorted)."""
+MISSING_NAMED = 8
+"""Missing inputs a :class:`MissingInputsWarning` names (then "and N more")."""
+
+UNSEEN_EXAMPLES = 3
+"""Unseen values named per column in an :class:`UnseenIrValuesWarning` (the first, sorted;
+then "and N more")."""
 
 
 def _warn_unseen_ir_values(
@@ -281,22 +325,16 @@ def _warn_unseen_ir_values(
     if not unseen:
         return
     nodes = int(np.diff(encoded.node_ptr)[referenced].sum())
-    listed = "; ".join(
-        f"{column}: {u.nodes} of {nodes} nodes in {u.graphs} of {len(referenced)} graphs "
-        f"({_examples(u.values)})"
-        for column, u in unseen.items()
-    )
-    message = (
-        f"the candidates' IR holds values the model never saw in training, all read as one "
-        f"unknown value, so its ranking of those graphs degrades: {listed}"
+    message = input_warning(
+        "the candidates' IR holds values the model never saw in training: its ranking of those "
+        f"graphs degrades ({UnseenIrValuesWarning.advice})",
+        [
+            f"{column}: {u.nodes} of {nodes} nodes in {u.graphs} of {len(referenced)} graphs "
+            f"({_some(u.values, UNSEEN_EXAMPLES)})"
+            for column, u in unseen.items()
+        ],
     )
     _warn_input(sink, UnseenIrValuesWarning(message), stacklevel=3)
-
-
-def _examples(values: list[str]) -> str:
-    shown = ", ".join(values[:UNSEEN_EXAMPLES])
-    more = len(values) - UNSEEN_EXAMPLES
-    return f"{shown} and {more} more" if more > 0 else shown
 
 
 NO_GRAPH_STATUSES = frozenset({"compile_error", "compile_timeout", "out_of_resources"})

@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 INPUT_WARNING_TEXT = {
-    "MissingInputsWarning": "without some of its inputs",
-    "UnseenIrValuesWarning": "on IR it cannot fully read",
+    "MissingInputsWarning": "without some inputs it was trained with",
+    "UnseenIrValuesWarning": "on IR values it never saw in training",
 }
 """What the provider says of each kind of warning ranking hands it, once per kernel."""
 
@@ -447,14 +447,18 @@ class ConfigRanker:
         """Say once per kernel and kind, at the kernel's definition rather than at a line of
         corpus.guide's own code, what the model ranked its configs without: inputs (a kernel
         outside the suite has no flops/bytes counts) or IR values it never saw in training."""
+        from train.predict import input_warning
+
         code = getattr(getattr(jit, "fn", None), "__code__", None)
         for warning in told:
             kind = type(warning).__name__
             if not self._first_time(jit, kind):
                 continue
             what = INPUT_WARNING_TEXT.get(kind, "with a warning")
+            advice = getattr(warning, "advice", "")
+            headline = f"corpus.guide: model {self.model.name} ranks the configs of {entry} {what}"
             warnings.warn_explicit(
-                f"corpus.guide: model {self.model.name} ranks the configs of {entry} {what} ({warning})",
+                input_warning(headline + (f" ({advice})" if advice else ""), _details(warning)),
                 type(warning),
                 filename=code.co_filename if code else "<kernel>",
                 lineno=code.co_firstlineno if code else 0,
@@ -557,3 +561,12 @@ def _cuda_facts(index: int) -> Any:
     from corpus.harvest.device import cuda_facts
 
     return cuda_facts(f"cuda:{index}")
+
+
+def _details(warning: UserWarning) -> list[str]:
+    """The detail lines of a ranking's input warning (what is missing or unseen), or its
+    whole text when it has none: the provider words the first line its own way."""
+    from train.predict import warning_parts
+
+    headline, details = warning_parts(warning)
+    return details or [headline]

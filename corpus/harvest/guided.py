@@ -41,7 +41,13 @@ from schemas.console import print_labelled
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, hedged_order, score_candidates
 from train.guide.encoding import knob_matrix
-from train.predict import MissingInputsWarning, UnseenArchWarning, UnseenIrValuesWarning
+from train.predict import (
+    MissingInputsWarning,
+    UnseenArchWarning,
+    UnseenIrValuesWarning,
+    input_warning,
+    warning_parts,
+)
 
 INPUT_WARNINGS: dict[str, str] = {
     MissingInputsWarning.__name__: "the candidates lacked inputs the model was trained with",
@@ -220,8 +226,9 @@ class RunGuide:
     def _note(self, message: str) -> None:
         """The one line a kind of :data:`INPUT_WARNINGS` gets when it first happens."""
         if self.console is not None:
-            line = f"model {self.model.name}: {message} (said for the first run only; the summary counts the runs)"
-            print_labelled(self.console, "warning", "yellow", line)
+            headline, details = warning_parts(message)
+            details.append("(said for the first run only; the summary counts the runs)")
+            print_labelled(self.console, "warning", "yellow", input_warning(f"model {self.model.name}: {headline}", details))
 
     def _rank(
         self,
@@ -359,5 +366,6 @@ class RunGuide:
             )
         for kind, what in INPUT_WARNINGS.items():
             if runs := stats.warned[kind]:
-                line = f"in {runs} of {stats.runs} guided run(s) {what}; the first run's warning: {stats.first_warning[kind]}"
-                print_labelled(console, "warning", "yellow", line)
+                headline, details = warning_parts(stats.first_warning[kind])
+                line = f"in {runs} of {stats.runs} guided run(s) {what}" + ("; in the first:" if details else f"; the first run's: {headline}")
+                print_labelled(console, "warning", "yellow", input_warning(line, details))

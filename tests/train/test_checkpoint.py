@@ -452,6 +452,26 @@ def test_missing_inputs_are_named_in_a_warning(trained, harvested):
         rank_configs(directory, test, nodes, edges)
 
 
+def test_a_long_missing_inputs_warning_says_what_to_do_first_and_names_a_few(trained, harvested):
+    """Candidates lacking most inputs got one line naming every one of them after the
+    sentence: now the first line says what and what to do, the next names eight and counts
+    the rest, saying where they are all listed."""
+    _, _, parts, directory = trained
+    nodes, edges = read_ir_tables(harvested, "ttgir")
+    test = parts["test"]
+    known = json.loads((directory / META).read_text())["seen"]["input_columns"]
+    dropped = [c for c in known if c in test.columns and c not in ("run_id", "ir_id", "arch", "status")]
+    assert len(dropped) > 10
+    with pytest.warns(MissingInputsWarning) as caught:
+        rank_configs(directory, test.drop(dropped), nodes, edges)
+    (message,) = [str(w.message) for w in caught if "input(s) the model was trained with" in str(w.message)]
+    first, *details = message.splitlines()
+    assert len(first) <= 120 and first.endswith("(add them to the candidates)"), first
+    assert details == [
+        f"  {', '.join(dropped[:8])} and {len(dropped) - 8} more (checkpoint.json's seen.input_columns lists them all)"
+    ]
+
+
 
 def test_a_run_lacking_an_input_every_training_run_had_is_named_in_a_warning(trained, harvested):
     """The warning judged the whole frame: a dataset or candidates file where only some runs
@@ -533,15 +553,17 @@ def test_ir_values_the_model_never_saw_are_named_in_one_warning(trained, harvest
         ranking = rank_configs(directory, train, future, edges)
     assert ranking.height == train.height
     (message,) = _unseen_ir_warnings(caught)
-    assert message.endswith(
-        f": op_name: {loads.height} of {referenced.height} nodes in "
+    assert message.splitlines()[1:] == [
+        f"  op_name: {loads.height} of {referenced.height} nodes in "
         f"{loads['ir_id'].n_unique()} of {graphs} graphs (tt.future_load)"
-    ), message
+    ], message
 
 
-def test_an_unseen_ir_warning_names_five_values_per_column_sorted(trained, harvested):
+def test_an_unseen_ir_warning_says_what_to_do_first_and_names_three_values_per_column(trained, harvested):
     """Every op renamed: op_name and parent_op (the op of each node's enclosing region op)
-    both unseen; each lists its first five values in sorted order and counts the rest."""
+    both unseen. The warning was one ~400-character line; now its first line says what and
+    what to do, and a line per column lists its first three values in sorted order and counts
+    the rest."""
     _, _, parts, directory = trained
     nodes, edges = read_ir_tables(harvested, "ttgir")
     train = parts["train"]
@@ -553,11 +575,17 @@ def test_an_unseen_ir_warning_names_five_values_per_column_sorted(trained, harve
         rank_configs(directory, train, renamed, edges)
     (message,) = _unseen_ir_warnings(caught)
     graphs = referenced["ir_id"].n_unique()
-    assert (
-        f"op_name: {referenced.height} of {referenced.height} nodes in {graphs} of {graphs} "
-        f"graphs ({', '.join(ops[:5])} and {len(ops) - 5} more)"
-    ) in message
-    assert "; parent_op: " in message and "dialect" not in message
+    first, *details = message.splitlines()
+    assert first == (
+        "the candidates' IR holds values the model never saw in training: its ranking of those "
+        "graphs degrades (train it on runs that hold them to rank them fully)"
+    )
+    assert details[0] == (
+        f"  op_name: {referenced.height} of {referenced.height} nodes in {graphs} of {graphs} "
+        f"graphs ({', '.join(ops[:3])} and {len(ops) - 3} more)"
+    )
+    assert [line.split(":")[0] for line in details] == ["  op_name", "  parent_op"]
+    assert all(len(line) <= 120 for line in details), details
 
 
 def test_input_warnings_go_to_the_callers_sink_and_others_are_raised(trained, harvested):

@@ -397,10 +397,16 @@ def test_what_the_model_could_not_read_is_said_once_and_counted(guide_model: Pat
     assert not [w for w in caught if issubclass(w.category, UnseenIrValuesWarning)]
     runs = rows(out)["run_id"].n_unique()
     assert runs >= 2
-    # the note as the first run's ranking says it, then the summary's line quoting it
-    assert printed.count("the candidates' IR holds values the model never saw in training") == 2
+    # the note as the first run's ranking says it (what, what to do, then the values), then
+    # the summary's line counting the runs and quoting the first run's values
+    assert printed.count("the candidates' IR holds values the model never saw in training") == 1
     assert printed.count("(tt.atomic_rmw) (said for the first run only") == 1
     assert f"in {runs} of {runs} guided run(s) the candidates' IR held values the model never saw" in printed
+    assert "never saw in training; in the first: op_name: " in printed
+    lines = console.file.getvalue().splitlines()
+    note = next(i for i, line in enumerate(lines) if "the candidates' IR holds values" in line)
+    assert lines[note].endswith("(train it on runs that hold them to rank them fully)")
+    assert lines[note + 1].startswith("  op_name: ")
 
 
 def test_a_lanes_share_of_the_warnings_reaches_the_driver() -> None:
