@@ -59,6 +59,8 @@ def format_summary(out: str, summary: RecordSummary) -> str:
             f"autotune cache hits: {summary.cache_hits} from Triton's disk cache (runs without "
             f"measurements), {summary.cache_hits_in_memory} already tuned in this process (not recorded)"
         )
+    if summary.not_measured:
+        lines.append(summary.failed_configs())
     if summary.configs_without_ir:
         lines.append(
             f"{summary.configs_without_ir} measured config(s) without IR graphs (stats_note says why), e.g.:"

@@ -86,6 +86,9 @@ class RecordSummary:
     untuned_launches: dict[str, int] = field(default_factory=dict)
     """Kernel name -> launches no autotuner tuned (plain ``@triton.jit``, a single config):
     nothing recorded."""
+    not_measured: dict[str, int] = field(default_factory=dict)
+    """Status -> configs benchmarked but never measured (``compile_error``: a config Triton's
+    bench scored ``inf``, or whose ``tl.static_assert`` failed; the ``error`` column says why)."""
     configs_without_ir: int = 0
     """Measured configs whose IR could not be compiled (their ``stats_note`` says why)."""
     without_ir: list[str] = field(default_factory=list)
@@ -120,6 +123,14 @@ class RecordSummary:
         if self.untuned_launches and not self.runs:  # beside recorded runs they are no loss
             parts.append(self.untuned())
         return "; ".join(parts)
+
+    def failed_configs(self) -> str:
+        """The configs that failed before they were measured, in a line ('' when none): rows
+        kept, so not lost, but a count to see."""
+        if not self.not_measured:
+            return ""
+        counts = ", ".join(f"{status} x{count}" for status, count in self.not_measured.items())
+        return f"{sum(self.not_measured.values())} config(s) not measured (the error column says why): {counts}"
 
     def untuned(self) -> str:
         """The kernels launched without a tuning, in a line ('' when none)."""
@@ -264,18 +275,25 @@ class Recorder:
             )
             return
         self._write(rows)
-        self._count_missing_ir(rows)
+        self._count_outcomes(rows)
         self.summary.twins_left_out += twins_left_out(event)
         self.summary.runs += 1
         self.summary.measurements += len(rows.measurements)
         self.summary.cache_hits += int(event.cache_hit)
         self.summary.record_s += time.perf_counter() - begin
 
-    def _count_missing_ir(self, rows: RunRows, examples: int = 5) -> None:
+    def _count_outcomes(self, rows: RunRows, examples: int = 5) -> None:
+        """Count the configs that failed before a timing, and the measured ones without IR.
+        A failed one is not counted as lacking IR: its IR compile fails as its launch did
+        (a failed ``tl.static_assert``), so that count would be noise."""
+        not_measured = self.summary.not_measured
+        for row in rows.measurements:
+            if row["status"] not in (Status.OK.value, Status.SKIPPED.value):
+                not_measured[row["status"]] = not_measured.get(row["status"], 0) + 1
         if self.context.compiler is None:
             return
         for row in rows.measurements:
-            if row["status"] == Status.SKIPPED.value or row.get("ttgir_id") is not None:
+            if row["status"] != Status.OK.value or row.get("ttgir_id") is not None:
                 continue
             self.summary.configs_without_ir += 1
             if len(self.summary.without_ir) < examples:

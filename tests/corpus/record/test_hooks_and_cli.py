@@ -154,6 +154,9 @@ def test_liger_static_asserts_are_compile_errors_and_untuned_kernels_are_named(t
     assert all(m["error"].startswith("StaticAssertFailure: tl.static_assert failed: K / 4") for m in failed)
     assert all(m["median_ms"] is None and not m["samples_ms"] for m in failed)
     assert all(m["ttgir_id"] for m in rows if m["status"] == "ok")
+    # never measured, failed by design: counted as failures, not as measured configs lacking IR
+    assert "without IR graphs" not in done.stderr
+    assert "9 config(s) not measured (the error column says why): compile_error x9" in done.stderr
     assert (
         "2 kernel(s) launched untuned, nothing to record (plain @triton.jit, or an autotuner of one "
         "config): _softmax_single_block_forward_kernel x1, _softmax_single_block_backward_kernel x1"
