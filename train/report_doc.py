@@ -406,6 +406,20 @@ def report_facts(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
     return facts
 
 
+def few_runs_note(runs_per_seed: float, seeds: int, partition: str, compared: str = "models") -> str:
+    """The warning that ``runs_per_seed`` held-out runs (mean over ``seeds`` seeds) of
+    ``partition`` are too few to tell ``compared`` apart ('' from :data:`FEW_RUNS` up): the one
+    rule for ``python -m train``'s report and ``python -m train.replay``'s."""
+    if runs_per_seed >= FEW_RUNS:
+        return ""
+    return (
+        f"{runs_per_seed:.3g} {partition} runs per seed, {_plural(seeds, 'seed')}: too few "
+        f"for these numbers to tell {compared} apart (the ± intervals say how little they "
+        "pin down); read them as a check that the tools work, and harvest more runs "
+        "before judging a model."
+    )
+
+
 def report_notes(payload: Mapping[str, Any]) -> list[str]:
     """What a reader must know before trusting a number."""
     meta = payload.get("meta", {})
@@ -421,13 +435,9 @@ def report_notes(payload: Mapping[str, Any]) -> list[str]:
         per_seed[int(r["seed"])] = max(per_seed.get(int(r["seed"]), 0), len(r.get("run_taus", {})))
     if per_seed:
         runs = sum(per_seed.values()) / len(per_seed)
-        if runs < FEW_RUNS:
-            notes.append(
-                f"{runs:.3g} {partition} runs per seed, {_plural(len(per_seed), 'seed')}: too few "
-                "for these numbers to tell models apart (the ± intervals say how little they "
-                "pin down); read them as a check that the tools work, and harvest more runs "
-                "before judging a model."
-            )
+        few = few_runs_note(runs, len(per_seed), partition)
+        if few:
+            notes.append(few)
         if len(per_seed) == 1:
             notes.append("one seed: no intervals and no paired comparison (use --seeds 3 or more).")
         unranked = sorted(seed for seed, runs in per_seed.items() if runs == 0)

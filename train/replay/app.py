@@ -56,6 +56,7 @@ from train.replay.strategies import (
     replay_run,
     run_inputs,
 )
+from train.report_doc import few_runs_note
 from train.splits import assign_splits, split_frame, val_into_train
 from train.tables import HARVEST_MODES, load_samples, ranked_runs
 
@@ -579,6 +580,16 @@ def ei_settings(config: ReplayConfig) -> EiSettings:
     )
 
 
+def _few_runs(runs: Mapping[tuple[int, str], int], partition: str) -> str:
+    """``python -m train``'s warning of too few held-out runs ('' when enough), for the
+    replayed ``(seed, run_id)`` pairs: over the seeds that contributed runs, as the intervals
+    are."""
+    seeds = {seed for seed, _ in runs}
+    if not seeds:
+        return ""
+    return few_runs_note(len(runs) / len(seeds), len(seeds), partition, compared="strategies")
+
+
 def run_replay(
     config: ReplayConfig, *, on_seed: Callable[[int, int], None] | None = None
 ) -> tuple[list[RunOutcome], dict[str, Any]]:
@@ -630,6 +641,9 @@ def run_replay(
         if on_seed:
             on_seed(seed_model.seed, len({o.run_id for o in mine}))
     runs = {(o.seed, o.run_id): o.n_configs for o in outcomes}
+    few = _few_runs(runs, config.partition if selection.kind else "replayed")
+    if few:
+        notes.append(few)
     meta = {
         "data": config.data,
         "model": selection.name,

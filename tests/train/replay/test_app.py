@@ -48,6 +48,11 @@ def test_replay_writes_every_strategy_for_every_seed(harvested, trained, tmp_pat
     for name in STRATEGIES:
         assert f"| {name} |" in printed
     assert "model `gnn`, split `family`" in printed  # the defaults: the shipped model, the first kind
+    # a handful of held-out runs per seed: the ± intervals come with python -m train's warning
+    held_out = {seed: len(_test_runs(trained, "family", seed)) for seed in (0, 1)}
+    assert max(held_out.values()) < 10
+    (few,) = [line for line in printed.splitlines() if "too few" in line]
+    assert few.startswith("Note: ") and "test runs per seed, 2 seeds: too few for these numbers to tell strategies apart" in few
     runs = pl.read_parquet(out / "runs.parquet")
     assert sorted(runs["seed"].unique()) == [0, 1]  # checkpoints/gnn/family/seed-0 and seed-1
     for seed in (0, 1):
