@@ -451,11 +451,17 @@ def harvest_here(
 def said_on_stop(committed: Callable[[], int]) -> Iterator[None]:
     """Around a harvest's measuring: Ctrl-C or a termination signal that stops it leaves with
     the count of runs it committed (``committed()``: those it finished, all committed before
-    the stop propagates), which :func:`runs_committed` reads for the line said on the way out."""
+    the stop propagates), which :func:`runs_committed` reads for the line said on the way out.
+    Nested, the larger count holds (a Ray driver counts the runs it heard of, then what its
+    lanes committed while they closed)."""
     try:
         yield
     except KeyboardInterrupt as stop:
-        setattr(stop, _RUNS_COMMITTED, committed())
+        try:
+            count = committed()
+        except Exception:  # an unreadable count must not replace the stop: the inner one holds
+            count = 0
+        setattr(stop, _RUNS_COMMITTED, max(runs_committed(stop), count))
         raise
 
 

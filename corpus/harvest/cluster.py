@@ -61,6 +61,7 @@ from corpus.harvest.compile_worker import CompileOutcome, CompileTask
 from corpus.harvest.device import DeviceFacts
 from corpus.harvest.estimate import valid_configs
 from corpus.harvest.identity import toolchain_fingerprint
+from corpus.harvest.pending import runs_committed_by
 from corpus.harvest.plan import PlannedRun, plan_runs
 from corpus.harvest.report import RunSummary, print_plan, print_summary, progress_line
 from corpus.harvest.resume import ResumePlan, resume_plan
@@ -504,13 +505,16 @@ def harvest_on_ray(
     for run_id, harvest in known or ():
         by_run.setdefault(run_id, set()).add(harvest)
     known_of = {run_id: frozenset(harvests) for run_id, harvests in by_run.items()}
-    try:
-        return _harvest(config, specs, actors, interpreter, console, token, guide_inputs, known_of, work_begins)
-    finally:
-        for actor in actors:
-            with contextlib.suppress(Exception):
-                ray.get(actor.close.remote(), timeout=60)
-            ray.kill(actor, no_restart=True)
+    # Stopped, the driver knows only the runs whose results reached it; a lane finishing a run
+    # as it closes commits it too, so the count said on the way out is the dataset's
+    with said_on_stop(lambda: runs_committed_by(config.out, token)):
+        try:
+            return _harvest(config, specs, actors, interpreter, console, token, guide_inputs, known_of, work_begins)
+        finally:
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.get(actor.close.remote(), timeout=60)
+                ray.kill(actor, no_restart=True)
 
 
 def harvest_token() -> str:

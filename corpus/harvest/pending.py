@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from schemas.errors import DatasetError, TableNotFoundError
 from schemas.locking import LOCK_DIR, is_lockable, read_record
-from schemas.storage import list_parquet, resolve
+from schemas.storage import list_parquet, read_footer, resolve
 from schemas.tables import TABLES
 
 
@@ -77,19 +77,27 @@ class PendingFinish:
             raise DatasetError(f"{self.path}: cannot record the harvest ({exc.strerror or exc})") from None
 
 
-def files_of(out: str, writer_ids: Iterable[str]) -> list[str]:
-    """Paths of the live files in ``out`` written by ``writer_ids`` (their names start with
-    ``part-<writer id>-``, see :class:`schemas.DatasetWriter`; a writer id's prefix up to a
-    ``-`` names all the writers that share it)."""
+def files_of(out: str, writer_ids: Iterable[str], tables: Iterable[str] = TABLES) -> list[str]:
+    """Paths of the live files in ``out`` (of ``tables``, default all) written by ``writer_ids``
+    (their names start with ``part-<writer id>-``, see :class:`schemas.DatasetWriter`; a writer
+    id's prefix up to a ``-`` names all the writers that share it)."""
     prefixes = tuple(f"part-{writer_id}-" for writer_id in writer_ids)
     if not prefixes:
         return []
     loc = resolve(out)
     found = []
-    for table in TABLES:
+    for table in tables:
         try:
             paths = list_parquet(loc, table)
         except TableNotFoundError:  # a table this dataset does not have (yet)
             continue
         found += [p for p in paths if posixpath.basename(p).startswith(prefixes)]
     return found
+
+
+def runs_committed_by(out: str, writer_id: str) -> int:
+    """How many runs the files of ``writer_id`` (or of every writer whose id it prefixes: a Ray
+    harvest's lanes) in ``out`` commit: the rows of their ``runs`` files (a run is committed when
+    its ``runs`` row lands). Files merged by a compaction since are not counted."""
+    loc = resolve(out)
+    return sum(read_footer(loc, path).num_rows for path in files_of(out, [writer_id], ["runs"]))

@@ -260,3 +260,44 @@ def test_a_ray_rerun_completes_an_interrupted_compaction_and_the_card(
     options = {"families": (ONE_RUN_FAMILY,), "ray": "auto"}  # two runs: a file each per table
     die_in_final_compaction(out, monkeypatch, lambda: _harvest(out, **options))
     assert_rerun_finished(out, _config(out, **options))
+
+
+def test_a_ray_harvest_stopped_by_sigterm_says_how_many_runs_it_committed(local_ray, tmp_path):
+    """SIGTERM to the driver once a lane's run has come back (Slurm preempting the Ray driver):
+    the line said on the way out counts the runs committed, as a harvest on one machine says
+    (before, only importing ``said_on_stop`` on this path was checked, and it counted the runs
+    whose results reached the driver before the lanes closed: a lane that finished its run as it
+    closed committed one the count missed)."""
+    from corpus.harvest.__main__ import kept
+    from schemas.signals import Terminated, stop_on_termination
+
+    out = tmp_path / "d"
+    families = ("add_broadcast", "softmax", "row_reduce", "cumsum")  # runs enough to stop mid-feed
+    printed = io.StringIO()
+    console = Console(file=printed, width=200)
+    returned: list[int] = []
+
+    def terminate_after_a_returned_run() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            done = [int(n) for n in re.findall(r"^run (\d+)/\d+ ", printed.getvalue(), re.M)]
+            if done:
+                returned.append(max(done))
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=terminate_after_a_returned_run, daemon=True)
+    with pytest.raises(Terminated) as stopped, stop_on_termination():
+        watcher.start()
+        run_harvest(_config(out, ray="auto", families=families), read_settings(), console)
+        time.sleep(5.0)  # the harvest ended before the signal: let it land, failing below
+    watcher.join()
+    planned = len(run_harvest(_config(out, ray="auto", families=families, dry_run=True), read_settings(),
+                              Console(file=io.StringIO())).planned)  # fmt: skip
+    committed = committed_runs(str(out)).num_rows
+    assert returned and returned[0] <= committed < planned, (returned, committed, planned)
+    assert kept(stopped.value).startswith(f"the {committed} run(s) it finished are committed;")
+    rows = _committed(out)
+    assert len(rows) == len(set(rows)) == 2 * committed  # (a rerun resumes: the local test's part)
+    assert check_dataset(str(out)).ok
