@@ -7,6 +7,10 @@ tests run it): the kernel's two configs compiled, tuned and launched on 128 elem
 compiled again for 99 (Triton specializes ``n_elements`` on divisibility by 16: a second
 binary per config), tuned and launched; with ``TRITON_TRACE_COMPRESSION=gzip`` (or ``zstd``)
 in the environment tritonparse writes it compressed, as ``*.bin.ndjson``.
+``... make_tritonparse_fixture rank DIR RANK INIT_FILE`` is one of two processes of a
+``torch.distributed`` group (gloo, rendezvous in INIT_FILE) tracing into DIR, where tritonparse
+names each process's file by its rank (``*_rank_0_*``): both ranks tune the kernel on 100
+elements (each with timings of its own, as ranks that each benchmark), rank 1 also on 1,000.
 
 What runs here without a GPU, and so what the fixture holds:
 
@@ -52,9 +56,12 @@ def _compile(jit, config, size: int = 100) -> str:  # type: ignore[no-untyped-de
     return triton.compile(source, target=target, options=dict(spec.options)).metadata.hash
 
 
-def generate(folder: Path, sizes: tuple[int, ...] = (100,), compile_each: bool = False) -> Path:
+def generate(
+    folder: Path, sizes: tuple[int, ...] = (100,), compile_each: bool = False, timing_scale: float = 1.0
+) -> Path:
     """Write the trace into ``folder``; ``compile_each``: the configs are compiled again for
-    each size (before its tuning, as the autotuner compiles what it benchmarks), not once."""
+    each size (before its tuning, as the autotuner compiles what it benchmarks), not once;
+    ``timing_scale`` multiplies every timing (another process's measurements of the same)."""
     import torch
     import tritonparse.structured_logging as tsl
     from triton import knobs
@@ -70,7 +77,7 @@ def generate(folder: Path, sizes: tuple[int, ...] = (100,), compile_each: bool =
     for size in sizes:  # each call: its tuning, the key served from the cache, its launch
         for config in configs if compile_each else ():
             _compile(tuner.fn, config, size)
-        scale = size / 100
+        scale = size / 100 * timing_scale
         timings = {
             configs[0]: [0.0123 * scale, 0.0120 * scale, 0.0127 * scale],
             configs[1]: [0.0091 * scale, 0.0089 * scale, 0.0094 * scale],
@@ -105,6 +112,20 @@ def generate(folder: Path, sizes: tuple[int, ...] = (100,), compile_each: bool =
     return next(folder.glob("*.ndjson"))
 
 
+def generate_rank(folder: Path, rank: int, init_file: Path) -> Path:
+    """Rank ``rank`` of a 2-process gloo group traces into ``folder`` (see the module's
+    docstring); returns its file, which tritonparse named by the rank."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    try:
+        sizes = (100,) if rank == 0 else (100, 1000)
+        generate(folder, sizes, timing_scale=1.0 + 0.01 * rank)
+        return next(folder.glob(f"*_rank_{rank}_*.ndjson"))
+    finally:
+        dist.destroy_process_group()
+
+
 SPECIALIZED_SIZES = (128, 99)
 """Sizes of the ``specializations`` trace: 128 is divisible by 16, 99 is not."""
 
@@ -118,6 +139,9 @@ def neutral_paths(text: str) -> str:
 if __name__ == "__main__":
     import sys
 
+    if sys.argv[1:2] == ["rank"]:
+        print(generate_rank(Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])))
+        sys.exit(0)
     if sys.argv[1:2] == ["specializations"]:
         print(generate(Path(sys.argv[2]), SPECIALIZED_SIZES, compile_each=True))
         sys.exit(0)

@@ -464,3 +464,57 @@ def test_a_zstd_trace_written_by_tritonparse_is_refused_naming_the_fix(tmp_path:
     with pytest.raises(IngestError, match=r"a zstd-compressed trace; decompress it first \(zstd -dc "):
         _ingest(tmp_path / "d", log=trace)
     assert not (tmp_path / "d").exists()
+
+
+@pytest.fixture(scope="module")
+def rank_traces(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two processes of a gloo group, each traced by tritonparse into one folder, which names
+    each file by its rank (make_tritonparse_fixture.py ``rank``): both tune the kernel on 100
+    elements with timings of their own, rank 1 also on 1,000."""
+    pytest.importorskip("tritonparse.structured_logging", reason="the trace extra (tritonparse) is not installed")
+    folder = tmp_path_factory.mktemp("tritonparse-ranks")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    rendezvous = folder.parent / f"{folder.name}-rendezvous"  # gloo's file: absent before
+    command = [sys.executable, "-W", "ignore", "-m", "tests.corpus.ingest.make_tritonparse_fixture", "rank", str(folder)]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    ranks = [
+        subprocess.Popen([*command, str(rank), str(rendezvous)], cwd=REPO, env=env, **pipes)
+        for rank in (0, 1)
+    ]
+    printed = [rank.communicate(timeout=300) for rank in ranks]
+    assert all(rank.returncode == 0 for rank in ranks), [err[-3000:] for _, err in printed]
+    first, second = (Path(out.strip().splitlines()[-1]) for out, _ in printed)
+    assert "_rank_0_" in first.name and "_rank_1_" in second.name
+    return first, second
+
+
+def test_rank_files_imported_one_after_another_give_their_union_once(rank_traces, tmp_path: Path) -> None:
+    """tritonparse writes one file per process (rank); ``corpus.ingest`` takes one per call.
+    Imported in turn into one dataset: the kernel and its IR graphs once, every tuning once
+    (the two ranks' tunings of one key: one run_id, a harvest_id each), check OK; a file
+    imported again adds nothing."""
+    out = tmp_path / "d"
+    first = _ingest(out, rank_traces[0])
+    assert (first.runs, first.measurements, first.ir_graphs, first.kernels) == (1, 2, 4, 1)
+    second = _ingest(out, rank_traces[1])
+    assert (second.runs, second.measurements, second.ir_graphs, second.kernels) == (2, 4, 0, 0)
+
+    def tables() -> dict[str, list[dict[str, object]]]:
+        return {name: read_table(str(out), name).to_pylist() for name in ("kernels", "runs", "measurements", "ir_graphs")}
+
+    union = tables()
+    assert len(union["kernels"]) == 1 and len({g["ir_id"] for g in union["ir_graphs"]}) == len(union["ir_graphs"]) == 4
+    runs = union["runs"]
+    assert len({(r["run_id"], r["harvest_id"]) for r in runs}) == len(runs) == 3
+    assert sorted(json.loads(r["problem_json"])["n_elements"] for r in runs) == [100, 100, 1000]
+    assert len({r["run_id"] for r in runs}) == 2  # the ranks' tunings on 100 elements: one run
+    keys = [(m["run_id"], m["harvest_id"], m["config_id"]) for m in union["measurements"]]
+    assert len(keys) == len(set(keys)) == 6
+    checked = check_dataset(str(out))
+    assert checked.ok, checked.problems
+
+    for trace in rank_traces:  # the same file again, in either order
+        again = _ingest(out, trace)
+        assert (again.runs, again.measurements, again.ir_graphs, again.kernels) == (0, 0, 0, 0)
+        assert again.already_imported == (1 if trace == rank_traces[0] else 2)
+    assert tables() == union
