@@ -424,7 +424,10 @@ def harvest_here(
     # from measuring a run at once; workers' scratch files live in a directory this process
     # owns and removes, even when it had to kill a worker.
     writer_id = new_writer_id()
-    with harvesting(config, planned, writer_id, console, lock_hint, work_begins), scratch_directory() as scratch:
+    harvester: Harvester | None = None
+    # Outermost, so a stop during the last step (compaction, card) counts the runs committed too
+    stopped_with = said_on_stop(lambda: harvester.totals.runs_done if harvester is not None else 0)
+    with stopped_with, harvesting(config, planned, writer_id, console, lock_hint, work_begins), scratch_directory() as scratch:
         progress = HarvestProgress(console, todo)
         harvester = Harvester(
             execution,
@@ -439,7 +442,7 @@ def harvest_here(
             writer_id=writer_id,
             guide=guide,
         )
-        with progress, said_on_stop(lambda: harvester.totals.runs_done):
+        with progress:
             totals = harvester.run(todo)
         print_summary(console, totals, progress.elapsed_s, config.out)
         if guide is not None:

@@ -138,3 +138,25 @@ def test_a_harvest_stopped_before_any_run_finished_says_none_was_committed(tmp_p
     assert code == 128 + signal.SIGTERM
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == "stopped by SIGTERM: no run had finished, so none was committed; rerun the same command to harvest"
+
+
+def test_a_harvest_stopped_in_its_last_step_counts_the_runs_it_committed(tmp_path, monkeypatch, capsys):
+    """SIGTERM while the harvest refreshes the card, after every run was committed and merged:
+    the last line said no run had finished (the count covered the measuring only)."""
+    import corpus.harvest.app as app
+
+    refresh = app.refresh_card
+
+    def refresh_then_terminate(*args: object, **kwargs: object) -> None:
+        refresh(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5.0)  # the handler raises here, well before this ends
+
+    monkeypatch.setattr(app, "refresh_card", refresh_then_terminate)
+    out = tmp_path / "out"
+    code = harvest_main(["--out", str(out), "--families", "softmax", "--max-configs", "1", "--dtypes", "float32"])
+    assert code == 128 + signal.SIGTERM
+    committed = read_table(str(out), "runs", columns=["run_id"]).num_rows
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert committed > 0
+    assert last == f"stopped by SIGTERM: the {committed} run(s) it finished are committed; rerun the same command to resume"
