@@ -120,22 +120,26 @@ def test_a_harvest_stopped_by_sigterm_commits_its_finished_runs(tmp_path: Path):
     assert len(keys) == len(set(keys)) == 2 * planned
 
 
-def test_a_harvest_stopped_before_any_run_finished_says_none_was_committed(tmp_path, monkeypatch, capsys):
-    """SIGTERM as the harvest starts (its start lines printed, nothing measured): the last line
-    said "finished runs are committed" although no run had finished; it now says so."""
+def _harvest_terminated_after(monkeypatch: pytest.MonkeyPatch, step: str, out: Path) -> int:
+    """Run a one-family harvest whose ``corpus.harvest.app.<step>`` sends this process SIGTERM
+    once it has done its work; the harvest's exit status."""
     import corpus.harvest.app as app
 
-    start = app.print_start
+    original = getattr(app, step)
 
-    def start_then_terminate(*args: object, **kwargs: object) -> None:
-        start(*args, **kwargs)
+    def then_terminate(*args: object, **kwargs: object) -> None:
+        original(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5.0)  # the handler raises here, well before this ends
 
-    monkeypatch.setattr(app, "print_start", start_then_terminate)
-    out = tmp_path / "out"
-    code = harvest_main(["--out", str(out), "--families", "softmax", "--max-configs", "1", "--dtypes", "float32"])
-    assert code == 128 + signal.SIGTERM
+    monkeypatch.setattr(app, step, then_terminate)
+    return harvest_main(["--out", str(out), "--families", "softmax", "--max-configs", "1", "--dtypes", "float32"])
+
+
+def test_a_harvest_stopped_before_any_run_finished_says_none_was_committed(tmp_path, monkeypatch, capsys):
+    """SIGTERM as the harvest starts (its start lines printed, nothing measured): the last line
+    said "finished runs are committed" although no run had finished; it now says so."""
+    assert _harvest_terminated_after(monkeypatch, "print_start", tmp_path / "out") == 128 + signal.SIGTERM
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == "stopped by SIGTERM: no run had finished, so none was committed; rerun the same command to harvest"
 
@@ -143,19 +147,8 @@ def test_a_harvest_stopped_before_any_run_finished_says_none_was_committed(tmp_p
 def test_a_harvest_stopped_in_its_last_step_counts_the_runs_it_committed(tmp_path, monkeypatch, capsys):
     """SIGTERM while the harvest refreshes the card, after every run was committed and merged:
     the last line said no run had finished (the count covered the measuring only)."""
-    import corpus.harvest.app as app
-
-    refresh = app.refresh_card
-
-    def refresh_then_terminate(*args: object, **kwargs: object) -> None:
-        refresh(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(5.0)  # the handler raises here, well before this ends
-
-    monkeypatch.setattr(app, "refresh_card", refresh_then_terminate)
     out = tmp_path / "out"
-    code = harvest_main(["--out", str(out), "--families", "softmax", "--max-configs", "1", "--dtypes", "float32"])
-    assert code == 128 + signal.SIGTERM
+    assert _harvest_terminated_after(monkeypatch, "refresh_card", out) == 128 + signal.SIGTERM
     committed = read_table(str(out), "runs", columns=["run_id"]).num_rows
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert committed > 0
