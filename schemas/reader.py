@@ -13,8 +13,8 @@ import os
 import posixpath
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
@@ -112,6 +112,9 @@ class TableFiles:
     columns or encode strings as dictionaries, which the pyarrow read conforms."""
     rows: int = 0
     """Rows in the live files, from their footers."""
+    footers: Mapping[str, pq.FileMetaData] = field(default_factory=dict, compare=False, repr=False)
+    """Each live file's Parquet footer, as validated (callers holding the rows need not read it
+    again: ``check`` verifies every file's statistics against rows it read once)."""
 
     @property
     def live(self) -> list[str]:
@@ -177,6 +180,7 @@ def table_files(
         stats=tuple(by_path[p] for p in live),
         uniform=all(_scannable(table, footers[p].metadata) for p in current),
         rows=sum(footers[p].metadata.num_rows for p in live),
+        footers={p: footers[p].metadata for p in live},
     )
 
 
