@@ -45,6 +45,7 @@ from schemas.storage import (
     resolve,
 )
 from schemas.tables import TABLES
+from schemas.validate import flat_columns, statistics_problems
 from schemas.values import measurement_value_problems
 
 READ_ORDER = ("runs", "measurements", "ir_edges", "ir_nodes", "ir_graphs", "kernels")
@@ -107,7 +108,7 @@ def check_dataset(
             found_by_table[name], tables[name] = read
     for name, table in tables.items():
         report.rows[name] = table.num_rows
-    _check_statistics(loc, found_by_table, report)
+    _check_statistics(loc, found_by_table, tables, report)
     _check_keys(loc, tables, found_by_table, report)
     _check_joins(tables, report, live_holders(loc))
     _check_unnamed_graph_sizes(loc, tables, report)
@@ -181,19 +182,37 @@ def _read_table(
     return found, table
 
 
-def _check_statistics(loc: Location, found_by_table: dict[str, TableFiles], report: CheckReport) -> None:
+def _check_statistics(
+    loc: Location, found_by_table: dict[str, TableFiles], tables: dict[str, pa.Table], report: CheckReport
+) -> None:
     """Every live file's row-group statistics against its data (readers verify them once per
-    file set before a filter prunes by them; plain readers never do)."""
-    for found in found_by_table.values():
-        for path in (*found.current, *found.older):
-            try:
-                problems = file_statistics_problems(loc, path)
-            except FileVanishedError:
-                continue  # replaced by a concurrent compact: the merged file is read instead
-            except DatasetError as exc:
-                report.problems.append(str(exc))
-                continue
-            report.problems.extend(f"{path}: {problem}" for problem in problems)
+    file set before a filter prunes by them; plain readers never do). A current-version file's
+    data are its slice of the rows :func:`_read_table` read (those files come first, in
+    listing order, each whole), so each is read once; an older file's rows were lifted to the
+    current schema there, so it is read again as stored."""
+    for name, found in found_by_table.items():
+        rows = tables[name]
+        in_memory = found.current if rows.num_rows == found.rows else []  # else changed since listed
+        start = 0
+        for path in in_memory:
+            metadata = found.footers[path]
+            stored = rows.slice(start, metadata.num_rows).select(flat_columns(metadata))
+            start += metadata.num_rows
+            report.problems.extend(f"{path}: {problem}" for problem in statistics_problems(metadata, stored))
+        for path in found.live[len(in_memory):]:  # the older files, or every file
+            _check_file_statistics(loc, path, report)
+
+
+def _check_file_statistics(loc: Location, path: str, report: CheckReport) -> None:
+    """The statistics of the file at ``path`` against its data, read from it."""
+    try:
+        problems = file_statistics_problems(loc, path)
+    except FileVanishedError:
+        return  # replaced by a concurrent compact: the merged file is read instead
+    except DatasetError as exc:
+        report.problems.append(str(exc))
+        return
+    report.problems.extend(f"{path}: {problem}" for problem in problems)
 
 
 def _fix(

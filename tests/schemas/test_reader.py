@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -560,9 +561,11 @@ def test_footer_statistics_that_do_not_hold_the_data_are_refused(dataset):
         scan_table(dataset, "measurements").filter(pl.col("status") == "ok").collect()
 
 
-def _statistics_of(metadata: pq.FileMetaData, column: str) -> pq.Statistics:
-    group = metadata.row_group(0)
-    return next(group.column(i).statistics for i in range(group.num_columns) if group.column(i).path_in_schema == column)
+def _statistics_of(metadata: pq.FileMetaData, column: str, group: int = 0) -> pq.Statistics:
+    row_group = metadata.row_group(group)
+    return next(
+        row_group.column(i).statistics for i in range(row_group.num_columns) if row_group.column(i).path_in_schema == column
+    )
 
 
 def _rewrite_first_row(path: Path, column: str, value: object) -> None:
@@ -623,6 +626,70 @@ def test_validation_does_not_take_footer_statistics_on_trust(dataset, column, va
         with pytest.raises(CorruptFileError, match=pattern):
             read()
     assert any(victim.name in p and f"'{column}'" in p for p in check_dataset(dataset).problems)
+
+
+def test_check_finds_a_lie_in_one_column_of_one_row_group_of_a_later_file(dataset):
+    """check verifies a current-version file's statistics against its slice of the rows it
+    read for the table (each file read once), so the slices must line up with the files and
+    their row groups: the last file listed, rewritten with one row per row group (another
+    writer's layout, which alone is no problem), whose footer then says row group 1's status
+    values go up to 'oa' (the data: 'ok'), is named for that row group and column only."""
+    found = table_files(resolve(dataset), "measurements")
+    victim = Path(found.current[-1])
+    assert len(found.current) > 1 and victim != Path(found.current[0])
+    pq.write_table(pq.read_table(victim), victim, row_group_size=1)
+    assert pq.ParquetFile(victim).metadata.num_row_groups == 3
+    assert check_dataset(dataset).ok, check_dataset(dataset).problems
+    _patch_footer(
+        victim, b"\x02ok", b"\x02oa",
+        takes=lambda m: _statistics_of(m, "status", group=1).max == "oa" and _statistics_of(m, "status", group=2).max == "ok",
+    )
+    problems = check_dataset(dataset).problems
+    assert len(problems) == 1, problems
+    assert victim.name in problems[0] and "row group 1: " in problems[0] and "column 'status'" in problems[0]
+
+
+def test_check_verifies_the_statistics_of_an_older_version_file(tmp_path, monkeypatch):
+    """An older file's rows are lifted to the current schema when check reads the table, so its
+    statistics are verified against the file read again as stored; a current-version file
+    beside it is verified from the rows already read (not read again)."""
+    from schemas import check
+
+    read_again: list[str] = []
+    real = check.file_statistics_problems
+    monkeypatch.setattr(check, "file_statistics_problems", lambda loc, path: read_again.append(path) or real(loc, path))
+    root = tmp_path / "ds"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "v1_dataset", root)
+    (older,) = Path(root, "measurements").rglob("*.parquet")
+    DatasetWriter(str(root)).write("measurements", sample_rows(7)["measurements"])
+    found = table_files(resolve(str(root)), "measurements")
+    assert list(found.older) == [str(older)] and len(found.current) == 1
+    assert check_dataset(str(root)).ok
+    _patch_footer(older, b"\x02ok", b"\x02oa", takes=lambda m: _statistics_of(m, "status").max == "oa")
+    read_again.clear()
+    problems = check_dataset(str(root)).problems
+    assert len(problems) == 1 and older.name in problems[0] and "column 'status'" in problems[0], problems
+    assert str(older) in read_again and found.current[0] not in read_again  # every v1 file is read again
+
+
+def test_check_verifies_a_file_changed_since_it_was_listed_from_the_file(dataset, monkeypatch):
+    """Files never change once written, but one written over in place (by hand) between check's
+    listing and its read of the rows leaves rows that its listed footer does not describe:
+    then the statistics are verified against each file read again, which names the lie."""
+    from schemas import check
+
+    victim = Path(table_files(resolve(dataset), "measurements").current[-1])
+    real = check._read_files
+
+    def written_over_meanwhile(loc, table, found, columns, expression):
+        if table == "measurements" and pq.ParquetFile(victim).metadata.num_rows == 3:
+            pq.write_table(pq.read_table(victim).slice(0, 2), victim)
+            _patch_footer(victim, b"\x02ok", b"\x02oa", takes=lambda m: _statistics_of(m, "status").max == "oa")
+        return real(loc, table, found, columns, expression)
+
+    monkeypatch.setattr(check, "_read_files", written_over_meanwhile)
+    problems = check_dataset(dataset).problems
+    assert any(victim.name in p and "column 'status'" in p for p in problems), problems
 
 
 def test_a_conflicting_copy_whose_key_statistics_lie_is_refused(dataset):
