@@ -30,7 +30,7 @@ from schemas.argtypes import non_negative_int, positive_int
 from schemas.extras import missing_extra_message, missing_modules
 from schemas.helptext import plain
 from schemas.identity import canonical_json, config_id, launch_string
-from schemas.reader import COMPLETE_VERDICT, STATISTICS_VERDICT, read_table, scan_table
+from schemas.reader import COMPLETE_VERDICT, STATISTICS_VERDICTS, read_table, scan_table
 from schemas.storage import resolve
 from schemas.writer import DatasetWriter
 
@@ -240,7 +240,8 @@ def reader_ratios(config: BenchConfig) -> dict[str, Ratio]:
         for name, (gated, plain) in readers.items():
             plain()  # page cache warm for both sides
             first_checked = ("measurements", "runs", COMPLETE_VERDICT)
-            for slot in (*first_checked, *(t + STATISTICS_VERDICT for t in ("measurements", "runs"))):
+            statistics_checked = [t + s for t in ("measurements", "runs") for s in STATISTICS_VERDICTS]
+            for slot in (*first_checked, *statistics_checked):
                 verdicts.forget(loc, slot)  # its first read checks them
             check = "polars hash" if "polars" in sys.modules else "pyarrow group-by"
             results[f"{name}, first read ({check})"] = Ratio(_timed(gated), _timed(plain))

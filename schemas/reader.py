@@ -365,6 +365,10 @@ TRUSTED_VERDICT = "+trusted-statistics"
 """Suffix of the verdict slot of "the statistics validation takes hold the data" (those of
 :func:`schemas.validate.trusted_columns`; :data:`STATISTICS_VERDICT` implies it)."""
 
+STATISTICS_VERDICTS = (STATISTICS_VERDICT, TRUSTED_VERDICT)
+"""Every suffix of a table's statistics verdicts: a table's statistics are verified again only
+once all of them are forgotten (either one spares an unfiltered read the check)."""
+
 
 COPIES_AGREE = "+copies"
 """Suffix of the verdict slot of "the table's copies of a content key agree on its fixed
