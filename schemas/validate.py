@@ -194,7 +194,8 @@ def statistics_problems(metadata: pq.FileMetaData, rows: pa.Table) -> list[str]:
     other than the data's, or a min/max range that leaves values out. Filters (the readers',
     pyarrow's, polars', duckdb's) skip a row group by those statistics, so such a file loses
     rows from filtered reads only, and this validation's null and partition checks trust them.
-    ``rows``: the file's :func:`flat_columns` as stored, in order (row groups back to back)."""
+    ``rows``: the file's :func:`flat_columns` as stored or read as their declared types (the
+    same values), in order (row groups back to back)."""
     problems = []
     start = 0
     for group in range(metadata.num_row_groups):
