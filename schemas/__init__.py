@@ -1,20 +1,16 @@
 """Dataset tables of kernel-corpus: schemas, version-gated reader, atomic writer.
 
 Imports pyarrow only (polars for :func:`scan_table`, fsspec for URL datasets, both imported
-lazily), and checks first that the reader's dependencies are installed (:mod:`schemas.extras`).
+lazily), and checks first that the reader's dependencies are installed (:mod:`schemas._deps`).
 Other repositories can use this package alone to read a dataset.
 """
 
 from __future__ import annotations
 
-from schemas.extras import require_reader
-
-# Before the first `import pyarrow` below: a Python without kernel-corpus's dependencies (most
-# often a shell where the clone's venv was not activated) stops with one line saying what to do.
-require_reader()
-
-from schemas.enums import DEVICE_INTERPRETER, EdgeKind, Level, NodeKind, Status, Timer  # noqa: E402
-from schemas.errors import (  # noqa: E402
+# First: stops with one line when pyarrow & co. are missing, before `import pyarrow` below.
+from schemas import _deps  # noqa: F401 (imported for its check, which must run first)
+from schemas.enums import DEVICE_INTERPRETER, EdgeKind, Level, NodeKind, Status, Timer
+from schemas.errors import (
     ConflictingCopiesError,
     CorruptFileError,
     DatasetError,
@@ -30,9 +26,9 @@ from schemas.errors import (  # noqa: E402
     UnknownStorageError,
     WriteFailedError,
 )
-from schemas.reader import committed_runs, read_table, scan_table  # noqa: E402
-from schemas.tables import SCHEMA_VERSION, TABLES, table_spec  # noqa: E402
-from schemas.writer import DatasetWriter  # noqa: E402
+from schemas.reader import committed_runs, read_table, scan_table
+from schemas.tables import SCHEMA_VERSION, TABLES, table_spec
+from schemas.writer import DatasetWriter
 
 __all__ = [
     "DEVICE_INTERPRETER",

@@ -4,9 +4,9 @@ kernel-corpus without extras is the reader alone (this package: pyarrow, polars,
 ``extract``, ``corpus`` and ``train`` need the heavy stack (torch, Triton, PyTorch Geometric...)
 from an extra. Each of those packages calls :func:`require_extra` once, in its ``__init__``,
 so a missing dependency is reported in one place per package, before any of its modules
-fails half-way through an import; ``schemas`` itself calls :func:`require_reader` for the
-reader's own dependencies. This module imports nothing outside the standard library: it runs
-before any of them is known to be there.
+fails half-way through an import; ``schemas`` itself calls :func:`require_reader` (in
+:mod:`schemas._deps`, its first import) for the reader's own dependencies. This module imports
+nothing outside the standard library: it runs before any of them is known to be there.
 """
 
 from __future__ import annotations
