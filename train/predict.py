@@ -90,6 +90,15 @@ class UnseenIrValuesWarning(UserWarning):
     """What to do about it, for a caller that words the first line its own way."""
 
 
+INPUT_WARNINGS: dict[str, str] = {
+    MissingInputsWarning.__name__: "without some inputs it was trained with",
+    UnseenIrValuesWarning.__name__: "on IR values it never saw in training",
+}
+"""The warnings of a ranking about what the model could not read (by class name) -> how the
+model ranked despite them, for a caller that words the first line its own way ("model M ranks
+the configs of K " + this: ``corpus.guide``; the guided harvest's summary). One table, so the
+two say the same of each kind."""
+
 DETAIL_INDENT = "  "
 """Before each detail line of an input warning (under its first line)."""
 

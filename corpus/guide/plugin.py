@@ -55,12 +55,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-INPUT_WARNING_TEXT = {
-    "MissingInputsWarning": "without some inputs it was trained with",
-    "UnseenIrValuesWarning": "on IR values it never saw in training",
-}
-"""What the provider says of each kind of warning ranking hands it, once per kernel."""
-
 SKIP = "not benchmarked: not in the top {k} of model {model}'s hedged order (corpus.guide.prune_configs)"
 """What ``corpus.record`` writes as the ``error`` of a config the provider pruned."""
 UNCOMPILED = (
@@ -447,14 +441,14 @@ class ConfigRanker:
         """Say once per kernel and kind, at the kernel's definition rather than at a line of
         corpus.guide's own code, what the model ranked its configs without: inputs (a kernel
         outside the suite has no flops/bytes counts) or IR values it never saw in training."""
-        from train.predict import input_warning
+        from train.predict import INPUT_WARNINGS, input_warning
 
         code = getattr(getattr(jit, "fn", None), "__code__", None)
         for warning in told:
             kind = type(warning).__name__
             if not self._first_time(jit, kind):
                 continue
-            what = INPUT_WARNING_TEXT.get(kind, "with a warning")
+            what = INPUT_WARNINGS.get(kind, "with a warning")
             advice = getattr(warning, "advice", "")
             headline = f"corpus.guide: model {self.model.name} ranks the configs of {entry} {what}"
             warnings.warn_explicit(

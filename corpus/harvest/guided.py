@@ -41,21 +41,7 @@ from schemas.console import print_labelled
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, hedged_order, score_candidates
 from train.guide.encoding import knob_matrix
-from train.predict import (
-    MissingInputsWarning,
-    UnseenArchWarning,
-    UnseenIrValuesWarning,
-    input_warning,
-    warning_parts,
-)
-
-INPUT_WARNINGS: dict[str, str] = {
-    MissingInputsWarning.__name__: "the candidates lacked inputs the model was trained with",
-    UnseenIrValuesWarning.__name__: "the candidates' IR held values the model never saw in training",
-}
-"""The warnings of a run's ranking the guide collects (by class name) -> what the summary says
-of them. Said once each, not once per run: their texts carry per-run counts, so Python's
-default filter printed one per run amid the progress display."""
+from train.predict import INPUT_WARNINGS, UnseenArchWarning, input_warning, warning_parts
 
 
 class GuidedRun:
@@ -121,9 +107,9 @@ class GuideStats:
     notes: Counter[str] = field(default_factory=Counter)
     """Why the model could not rank a run -> how many runs (benchmarked in full)."""
     warned: Counter[str] = field(default_factory=Counter)
-    """Kind of :data:`INPUT_WARNINGS` -> how many runs' ranking raised it."""
+    """Kind of :data:`~train.predict.INPUT_WARNINGS` -> how many runs' ranking raised it."""
     first_warning: dict[str, str] = field(default_factory=dict)
-    """Kind of :data:`INPUT_WARNINGS` -> the message of the first run that raised it."""
+    """Kind of :data:`~train.predict.INPUT_WARNINGS` -> the message of the first run that raised it."""
 
     def copy(self) -> GuideStats:
         return GuideStats(
@@ -159,9 +145,9 @@ class GuideStats:
 class RunGuide:
     """Ranks each run's compiled configs with ``model`` and plans its benchmarks under
     ``budget`` (one instance per harvest; lanes call :meth:`plan` from their threads).
-    ``console``: where the first run of each kind of :data:`INPUT_WARNINGS` is noted (None:
-    only the summary says it). ``allow_unseen_arch``: rank for a device or IR target the model
-    never saw (``--allow-unseen-arch``; the harvest warned once, see
+    ``console``: where the first run of each kind of :data:`~train.predict.INPUT_WARNINGS` is
+    noted (None: only the summary says it). ``allow_unseen_arch``: rank for a device or IR
+    target the model never saw (``--allow-unseen-arch``; the harvest warned once, see
     :func:`corpus.harvest.app.load_guide`) instead of benchmarking each run in full."""
 
     def __init__(
@@ -224,7 +210,9 @@ class RunGuide:
         return guided
 
     def _note(self, message: str) -> None:
-        """The one line a kind of :data:`INPUT_WARNINGS` gets when it first happens."""
+        """The one line a kind of :data:`~train.predict.INPUT_WARNINGS` gets when it first
+        happens: once, not once per run, as their texts carry per-run counts (Python's default
+        filter printed one per run amid the progress display)."""
         if self.console is not None:
             headline, details = warning_parts(message)
             details.append("(said for the first run only; the summary counts the runs)")
@@ -367,5 +355,5 @@ class RunGuide:
         for kind, what in INPUT_WARNINGS.items():
             if runs := stats.warned[kind]:
                 headline, details = warning_parts(stats.first_warning[kind])
-                line = f"in {runs} of {stats.runs} guided run(s) {what}" + ("; in the first:" if details else f"; the first run's: {headline}")
+                line = f"in {runs} of {stats.runs} guided run(s) the model ranked the candidates {what}" + ("; in the first:" if details else f"; the first run's: {headline}")
                 print_labelled(console, "warning", "yellow", input_warning(line, details))

@@ -55,7 +55,7 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
     # The candidates carry every input the model was trained with (SASS statistics included,
     # which the harvest disassembles in batches after compiling).
     assert not [w for w in caught if issubclass(w.category, MissingInputsWarning)]
-    assert "candidates lack" not in printed and "lacked inputs" not in printed  # the guide's note, summary
+    assert "candidates lack" not in printed and "without some inputs" not in printed  # the guide's note, summary
     first = rows(out)
     assert first["run_id"].n_unique() == 3
     for run_id, group in first.group_by("run_id"):
@@ -401,7 +401,7 @@ def test_what_the_model_could_not_read_is_said_once_and_counted(guide_model: Pat
     # the summary's line counting the runs and quoting the first run's values
     assert printed.count("the candidates' IR holds values the model never saw in training") == 1
     assert printed.count("(tt.atomic_rmw) (said for the first run only") == 1
-    assert f"in {runs} of {runs} guided run(s) the candidates' IR held values the model never saw" in printed
+    assert f"in {runs} of {runs} guided run(s) the model ranked the candidates on IR values it never saw" in printed
     assert "never saw in training; in the first: op_name: " in printed
     lines = console.file.getvalue().splitlines()
     note = next(i for i, line in enumerate(lines) if "the candidates' IR holds values" in line)
