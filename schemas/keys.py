@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -131,6 +131,9 @@ class RepeatedKeys:
     key: tuple[str, ...]
     extra: int
     example: dict[str, Any] | None
+    repeated: pa.Table | None = field(default=None, compare=False, repr=False)
+    """The distinct repeated keys (the ``key`` columns, one row each), for :func:`copied_rows`
+    of the same rows: finding the copies then needs no second grouping of every row."""
 
 
 def repeated_keys(table: pa.Table, key: Sequence[str]) -> RepeatedKeys:
@@ -138,12 +141,18 @@ def repeated_keys(table: pa.Table, key: Sequence[str]) -> RepeatedKeys:
     key = tuple(key)
     if table.num_rows == 0:
         return RepeatedKeys(key, 0, None)
-    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
-    repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
+    repeated = _repeated_counts(table, key)
     if repeated.num_rows == 0:
-        return RepeatedKeys(key, 0, None)
+        return RepeatedKeys(key, 0, None, repeated.select(list(key)))
     extra = int(pc.sum(repeated.column("count_all")).as_py()) - repeated.num_rows
-    return RepeatedKeys(key, extra, repeated.select(list(key)).slice(0, 1).to_pylist()[0])
+    keys = repeated.select(list(key))
+    return RepeatedKeys(key, extra, keys.slice(0, 1).to_pylist()[0], keys)
+
+
+def _repeated_counts(table: pa.Table, key: Sequence[str]) -> pa.Table:
+    """The keys of ``table`` that more than one row has, with how many (``count_all``)."""
+    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
+    return counts.filter(pc.greater(counts.column("count_all"), 1))
 
 
 def refuse_repeats(table: str, found: RepeatedKeys) -> None:
@@ -158,23 +167,30 @@ def refuse_repeats(table: str, found: RepeatedKeys) -> None:
         )
 
 
-def copied_rows(table: pa.Table, key: Sequence[str]) -> pa.Table:
-    """The rows of ``table`` whose ``key`` another row shares (all copies, first ones too)."""
-    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
-    repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
+def copied_rows(table: pa.Table, key: Sequence[str], repeated: pa.Table | None = None) -> pa.Table:
+    """The rows of ``table`` whose ``key`` another row shares (all copies, first ones too).
+
+    ``repeated``: the repeated keys when already known (:attr:`RepeatedKeys.repeated` of
+    ``table``'s rows, or of a superset of them that holds every row of those keys), so that
+    every row is not grouped a second time."""
+    if repeated is None:
+        repeated = _repeated_counts(table, key)
     if repeated.num_rows == 0:
         return table.slice(0, 0)
     return table.filter(pc.is_in(key_strings(table, key), value_set=key_strings(repeated, key)))
 
 
-def conflicting_copies(table: pa.Table, key: Sequence[str], fixed: Sequence[str]) -> RepeatedKeys:
+def conflicting_copies(
+    table: pa.Table, key: Sequence[str], fixed: Sequence[str], repeated: pa.Table | None = None
+) -> RepeatedKeys:
     """Copies of a key (rows of ``table`` sharing ``key``) that differ in a ``fixed`` column:
-    ``extra`` counts the distinct versions beyond the first of each key."""
+    ``extra`` counts the distinct versions beyond the first of each key. ``repeated``: as for
+    :func:`copied_rows`."""
     if not fixed or table.num_rows == 0:
         return RepeatedKeys(tuple(key), 0, None)
     identity = [*key, *fixed]
     # only copies can differ: group the few of them, not every row on every fixed column
-    copies = flat(copied_rows(table.select(identity), key), identity)
+    copies = flat(copied_rows(table.select(identity), key, repeated), identity)
     versions = copies.group_by(identity, use_threads=False).aggregate([])
     return repeated_keys(versions, key)
 

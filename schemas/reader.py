@@ -39,7 +39,6 @@ from schemas.keys import (
     UNIQUE_KEYED,
     RepeatedKeys,
     conflicting_copies,
-    copied_rows,
     dedupe,
     distinct_by_hash,
     refuse_conflicts,
@@ -318,9 +317,10 @@ def keys_unique(loc: Location, table: str, found: TableFiles, rows: pa.Table | N
         if table in UNIQUE_KEYED:
             refuse_repeats(table, repeats)
         if repeats.extra:
-            # copies of a content key: harmless only if they are the same row
-            copies = rows if rows is not None else _copies(loc, table, found, keys)
-            refuse_conflicts(table, conflicting_copies(copies, key, spec.fixed), spec.fixed)
+            # copies of a content key: harmless only if they are the same row. The repeated
+            # keys just counted say which rows are copies: every row is not grouped again.
+            copies = rows if rows is not None else _copies(loc, table, found, repeats.repeated)
+            refuse_conflicts(table, conflicting_copies(copies, key, spec.fixed, repeats.repeated), spec.fixed)
             verdicts.remember(loc, table + COPIES_AGREE, found.stats)
             return False
     verdicts.remember(loc, table, found.stats)
@@ -375,17 +375,18 @@ COPIES_AGREE = "+copies"
 columns" (:func:`keys_unique`): readers then drop the copies without comparing them again."""
 
 
-def _copies(loc: Location, table: str, found: TableFiles, keys: pa.Table) -> pa.Table:
+def _copies(loc: Location, table: str, found: TableFiles, repeated: pa.Table | None) -> pa.Table:
     """The identity columns (key, fixed columns) of the rows of ``found`` whose first key
-    column holds a value of a repeated key (``keys``: every row's key columns): only those rows
-    can be copies, and IR tables have many fixed columns."""
+    column holds a value of a repeated key (``repeated``: :attr:`RepeatedKeys.repeated`): only
+    those rows can be copies, and IR tables have many fixed columns."""
+    assert repeated is not None  # repeated_keys() sets it whenever it counted rows
     spec = table_spec(table)
     first = spec.key[0]
-    repeated = pc.unique(copied_rows(keys, spec.key).column(first))
+    values = pc.unique(repeated.column(first))
     # The filter below skips row groups by the key's statistics: unverified, a copy in a file
     # whose footer lies about its keys escapes the comparison (and the verdict is remembered).
     require_true_statistics(loc, table, found, pruned=False)
-    return _read_files(loc, table, found, list(spec.identity), pc.field(first).isin(repeated))
+    return _read_files(loc, table, found, list(spec.identity), pc.field(first).isin(values))
 
 
 @dataclass(frozen=True)
