@@ -313,7 +313,7 @@ def _check_keys(
         message = f"{name}: {repeats.extra} row(s) repeat a key ({', '.join(key)})"
         if name in CONTENT_KEYED:
             fixed = TABLES[name].fixed
-            conflicts = conflicting_copies(table, key, fixed)
+            conflicts = conflicting_copies(table, key, fixed, repeats.repeated)
             if conflicts.extra:
                 report.problems.append(
                     f"{name}: {conflicts.extra} copy(ies) of a key hold other values of "
@@ -321,7 +321,7 @@ def _check_keys(
                     "(readers and `compact` refuse the table: delete the copy that is wrong)"
                 )
                 continue
-            report.warnings.append(message + _copies_verdict(table, key))
+            report.warnings.append(message + _copies_verdict(table, key, repeats.repeated))
             continue
         report.problems.append(
             f"{message}; {_example(loc, found[name], key, repeats)} (rows written twice, or one log "
@@ -330,11 +330,12 @@ def _check_keys(
         )
 
 
-def _copies_verdict(table: pa.Table, key: tuple[str, ...]) -> str:
+def _copies_verdict(table: pa.Table, key: tuple[str, ...], repeated: pa.Table | None) -> str:
     """The end of the warning on copies of content-keyed rows that agree on the fixed columns:
-    whether they are the same row in every other column too."""
+    whether they are the same row in every other column too (``repeated``: the repeated keys,
+    :attr:`~schemas.keys.RepeatedKeys.repeated`, so every row is not grouped again)."""
     others = [f.name for f in table.schema if f.name not in key and f.name != "schema_version"]
-    differing = conflicting_copies(table, key, others)
+    differing = conflicting_copies(table, key, others, repeated)
     if not differing.extra:
         return " — identical content written twice; readers dedupe, `compact` removes"
     example = ", ".join(f"{k}={v}" for k, v in (differing.example or {}).items())
