@@ -74,7 +74,7 @@ DEFAULT_SEEDS = 5
 CPU_THREADS = 1
 """torch intra-op threads per training process on CPU when ``--threads`` is not given.
 
-Measured with ``python -m train.bench --threads 1,2`` (README, "Training speed"): the batches
+Measured with ``python -m train.bench --threads 1,2`` (docs/training.md, "Speed"): the batches
 are small graphs (a few thousand nodes, hidden width 64), so intra-op parallelism costs more
 in thread hand-offs than it gains, and on a loaded machine torch's default (one thread per
 core) was several times slower than one thread. Scale out with processes (torchrun) instead."""
