@@ -45,6 +45,7 @@ from schemas.storage import (
     resolve,
 )
 from schemas.tables import TABLES
+from schemas.tunings import doubled_tunings
 from schemas.validate import flat_columns, statistics_problems
 from schemas.values import measurement_value_problems
 
@@ -111,6 +112,7 @@ def check_dataset(
     _check_statistics(loc, found_by_table, tables, report)
     _check_keys(loc, tables, found_by_table, report)
     _check_joins(tables, report, live_holders(loc))
+    _check_doubled_tunings(loc, tables, found_by_table, report)
     _check_unnamed_graph_sizes(loc, tables, report)
     if "runs" in tables:
         _check_clocks(tables["runs"], report, datetime.now(timezone.utc))
@@ -425,6 +427,30 @@ def _check_joins(tables: dict[str, pa.Table], report: CheckReport, writers: list
     if "ir_graphs" in tables:
         _check_graphs_without_rows(tables, report, writers)
         _check_graph_sizes(tables, measurements, runs, report)
+
+
+def _check_doubled_tunings(
+    loc: Location, tables: dict[str, pa.Table], found: dict[str, TableFiles], report: CheckReport
+) -> None:
+    """Imported tunings stored under two run_ids (:mod:`schemas.tunings`): no key repeats,
+    yet every measurement of the tuning is there twice. Names both runs and their files."""
+    runs, measurements = tables.get("runs"), tables.get("measurements")
+    if runs is None or measurements is None:
+        return
+    doubled = doubled_tunings(runs, only_committed(measurements, runs))
+    if not doubled:
+        return
+    copies = [
+        f"run_id={run} (harvest {harvest}, in {', '.join(_files_with_key(loc, found['runs'], COMMIT_KEY, {'run_id': run, 'harvest_id': harvest}))})"
+        for run, harvest in doubled[0]
+    ]
+    report.problems.append(
+        f"runs: {len(doubled)} imported tuning(s) stored under more than one run_id, e.g. "
+        f"{' and '.join(copies)} hold one tuning (same source_ref, kernel, device and every config's "
+        "status and median_ms): its measurements are counted twice. A tritonparse trace imported "
+        "before the tuned call's launch event and again after, into this dataset or into datasets "
+        "since merged, does this; delete the runs row of one copy (the one without arg_shapes)"
+    )
 
 
 COMPILED_AS = ("num_warps", "num_ctas")

@@ -150,3 +150,29 @@ def test_runs_copies_differing_beyond_the_import_are_refused(
     refused = [p for p in report.problems if p.startswith("not repaired: runs: rows with key")]
     assert refused and differing in refused[0].split("differ in ")[1].split(" (files")[0]
     assert _files(merged) == before
+
+
+def test_one_tuning_imported_under_two_run_ids_and_merged_is_a_problem(tmp_path: Path) -> None:
+    """The found defect: a trace imported into one dataset before the tuned call's ``launch``
+    event (its run_id without the call's arguments) and whole into another, both merged, held
+    the tuning twice under two run_ids (and two harvest_ids): no key repeats, readers returned
+    its measurements twice, and check said OK. Now check names both runs and their files."""
+    lines = TRACE.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"launch"' in line[:40])
+    early = tmp_path / "early.ndjson"
+    early.write_text("".join(lines[:cut]))
+    first, second, merged = tmp_path / "first", tmp_path / "second", tmp_path / "merged"
+    ingest(IngestConfig(format="tritonparse", log=early, out=str(first)))
+    _import(second)
+    merged.mkdir()
+    _merge(merged, first, second)
+    runs = read_table(str(merged), "runs", columns=["run_id", "harvest_id"]).to_pylist()
+    assert len({r["run_id"] for r in runs}) == 2  # the one tuning, under two run_ids
+
+    report = check_dataset(str(merged))
+
+    assert not report.ok
+    [problem] = [p for p in report.problems if "imported tuning(s) stored under more than one run_id" in p]
+    for run in runs:
+        assert f"run_id={run['run_id']} (harvest {run['harvest_id']}, in part-" in problem
+    assert check_dataset(str(first)).ok and check_dataset(str(second)).ok  # each alone is sound
