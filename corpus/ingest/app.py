@@ -33,6 +33,13 @@ from corpus.run_writer import RunRows, RunWriter
 from schemas.locking import FileLock, holder_line, is_lockable
 from schemas.storage import resolve
 from schemas.tables import TABLES
+from schemas.tunings import (
+    MEASUREMENT_COLUMNS,
+    RUN_COLUMNS,
+    Tuning,
+    imported_tunings,
+    tuning_identity,
+)
 
 FORMATS = ("helion", "tritonparse")
 
@@ -234,8 +241,11 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     Rows left that differ (another version of the importer) are refused before anything is
     written, naming the run. A tuning an earlier import committed under another run_id (the log
     cut before the tuning's launch, or an importer before 2026-11-24:
-    :func:`corpus.ingest.rows.earlier_runs`) counts as imported too."""
+    :func:`corpus.ingest.rows.earlier_runs`) counts as imported too, and so does one committed
+    under another run_id with the same outcomes (:mod:`schemas.tunings`: the trace imported
+    whole first, then a copy cut before the tuning's launch)."""
     committed = committed_harvests(out)
+    tunings = _committed_tunings(out)
     left = _uncommitted_measurements(out, committed)
     occurrences: Counter[str] = Counter()
     alike: Counter[tuple[str, str]] = Counter()
@@ -267,6 +277,9 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
         if (key, harvest_id) not in left and (key, legacy) in left:
             harvest_id = legacy  # an interrupted import of an earlier importer: its rows' id
         rows = imported_rows(run, harvest_id, now())
+        if tunings.get(tuning_identity(rows.run, rows.measurements), set()) - {key}:
+            summary.already_imported += 1  # the same tuning, committed under another run_id
+            continue
         earlier = left.get((key, harvest_id))
         if earlier is not None and earlier != _identities(rows.measurements):
             raise IngestError(
@@ -283,6 +296,16 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
         sink.write(rows)
         summary.runs += 1
         summary.measurements += 0 if resumed else len(rows.measurements)
+
+
+def _committed_tunings(out: str) -> dict[Tuning | None, set[str]]:
+    """Identity -> run_ids of the tunings imports committed in ``out`` (:mod:`schemas.tunings`)."""
+    runs = read_existing(out, "runs", RUN_COLUMNS)
+    measurements = read_existing(out, "measurements", MEASUREMENT_COLUMNS)
+    if runs is None or measurements is None:
+        return {}
+    found = imported_tunings(runs, measurements)
+    return {identity: {run for run, _ in keys} for identity, keys in found.items()}
 
 
 def _imported_before(

@@ -92,6 +92,15 @@ def test_a_trace_imported_twice_is_written_once(tmp_path: Path) -> None:
     assert check_dataset(str(out)).ok
 
 
+def _before_launch(tmp_path: Path) -> Path:
+    """A copy of the trace cut before its first ``launch`` event (the tuned call's)."""
+    lines = TRACE.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"launch"' in line[:40])
+    early = tmp_path / "early.ndjson"
+    early.write_text("".join(lines[:cut]))
+    return early
+
+
 def test_a_trace_imported_before_its_launch_event_and_again_after_is_written_once(tmp_path: Path) -> None:
     """The found defect: tritonparse writes a tuning's ``autotune`` event before the ``launch``
     event that names the call's arguments, and the run's signature (so its run_id) takes them
@@ -99,16 +108,26 @@ def test_a_trace_imported_before_its_launch_event_and_again_after_is_written_onc
     the tuned launch and was run again, appending to its trace) and again later had the one
     tuning committed twice, under two run_ids, and check said OK. Now the later import finds the
     tuning committed under the run_id it had without its launch."""
-    lines = TRACE.read_text().splitlines(keepends=True)
-    cut = next(i for i, line in enumerate(lines) if '"launch"' in line[:40])
-    early = tmp_path / "early.ndjson"
-    early.write_text("".join(lines[:cut]))  # the trace before its launch event
     out = tmp_path / "d"
-    assert _ingest(out, early).runs == 1
+    assert _ingest(out, _before_launch(tmp_path)).runs == 1
     later = _ingest(out)
     assert (later.runs, later.measurements, later.already_imported) == (0, 0, 1)
     assert read_table(str(out), "runs").num_rows == 1  # was 2: the tuning under two run_ids
     assert read_table(str(out), "measurements").num_rows == 2
+
+
+def test_a_trace_imported_whole_and_then_cut_before_its_launch_is_written_once(tmp_path: Path) -> None:
+    """The found defect, the other way round: a trace imported whole, then a copy of it taken
+    before the tuned call's launch (an older copy of a still-running workload's trace) wrote the
+    tuning again under the run_id it gets without the launch's arguments, and check said OK.
+    Now the import finds it committed (same source_ref, kernel, device and outcomes)."""
+    out = tmp_path / "d"
+    assert _ingest(out).runs == 1
+    later = _ingest(out, _before_launch(tmp_path))
+    assert (later.runs, later.measurements, later.already_imported) == (0, 0, 1)
+    assert read_table(str(out), "runs").num_rows == 1  # was 2: the tuning under two run_ids
+    assert read_table(str(out), "measurements").num_rows == 2
+    assert check_dataset(str(out)).ok
 
 
 def test_each_tuning_takes_the_arguments_of_its_own_launch(tmp_path: Path) -> None:
