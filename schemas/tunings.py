@@ -36,11 +36,12 @@ def tuning_identity(run: Mapping[str, Any], measurements: Iterable[Mapping[str, 
     """The identity of the imported tuning ``run`` (a ``runs`` row) with ``measurements``
     (its rows): source, source_ref, kernel, arch and each config's status and median latency
     (ms), sorted by config. None for a run that is not an import, has no source_ref or no
-    measurements (a cache hit: nothing timed tells it apart)."""
+    timed config (a cache hit, or a tuning whose every config failed: nothing measured tells
+    it apart from another tuning of its key)."""
     if run.get("source") not in IMPORT_SOURCES or run.get("source_ref") is None:
         return None
     outcomes = tuple(sorted((m["config_id"], m["status"], m.get("median_ms")) for m in measurements))
-    if not outcomes:
+    if all(median is None for _, _, median in outcomes):
         return None
     return (run["source"], run["source_ref"], run.get("kernel_id"), run.get("arch"), outcomes)
 
