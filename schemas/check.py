@@ -437,7 +437,7 @@ def _check_doubled_tunings(
     runs, measurements = tables.get("runs"), tables.get("measurements")
     if runs is None or measurements is None:
         return
-    doubled = doubled_tunings(runs, only_committed(measurements, runs))
+    doubled = doubled_tunings(runs, measurements)  # it reads the rows of committed runs only
     if not doubled:
         return
     copies = [

@@ -49,7 +49,8 @@ def tuning_identity(run: Mapping[str, Any], measurements: Iterable[Mapping[str, 
 def imported_tunings(runs: pa.Table, measurements: pa.Table) -> dict[Tuning, list[tuple[str, str]]]:
     """Identity -> (run_id, harvest_id) of every committed imported run of ``runs`` holding
     it, in ``runs`` order. ``runs`` needs :data:`RUN_COLUMNS` (runs without ``source``: none
-    imported), ``measurements`` :data:`MEASUREMENT_COLUMNS` (committed rows)."""
+    imported), ``measurements`` :data:`MEASUREMENT_COLUMNS` (rows of runs ``runs`` lacks are
+    left out: uncommitted)."""
     if "source" not in runs.column_names or "source_ref" not in runs.column_names:
         return {}
     source = runs.column("source")

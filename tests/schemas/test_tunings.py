@@ -34,5 +34,7 @@ def test_only_copies_under_another_run_id_are_doubled() -> None:
     )
     rows = [dict(m, run_id=run, harvest_id=harvest) for run, harvest in (("r1", "h1"), ("r1", "h2")) for m in TIMED]
     assert doubled_tunings(runs, pa.Table.from_pylist(rows)) == []
+    uncommitted = [dict(m, run_id="r2", harvest_id="h9") for m in TIMED]  # no runs row: not a tuning
+    assert doubled_tunings(runs.slice(0, 2), pa.Table.from_pylist(rows + uncommitted)) == []
     rows += [dict(m, run_id="r2", harvest_id="h3") for m in TIMED]
     assert doubled_tunings(runs, pa.Table.from_pylist(rows)) == [[("r1", "h1"), ("r1", "h2"), ("r2", "h3")]]
