@@ -96,6 +96,11 @@ MAX_ATTEMPTS = 3
 """How often one run is handed out before the harvest gives up on it (it resumes next time)."""
 ACTOR_PREFIX = "kernel-corpus-lane-"
 """Lane actors are named ``kernel-corpus-lane-<harvest token>-<i>`` (``ray list actors``)."""
+LANE_CLOSE_S = 20.0
+"""Seconds a Ray harvest that ends (finished or stopped) waits, in all, for its lanes to close
+before it kills those still open (:func:`close_lanes`): within the 30 s that Slurm (KillWait)
+and Kubernetes (terminationGracePeriodSeconds) give by default between SIGTERM and SIGKILL,
+with time left for the driver's last line."""
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,9 @@ class Lane:
         )
         self.facts = LaneFacts(ray.util.get_node_ip_address(), facts, toolchain, execution, refusal)
         self.current: str | None = None
+        self.executing = threading.Lock()
+        """Held while :meth:`execute` runs, so that :meth:`close` (in the actor's other thread)
+        waits for the run in flight to be dropped or committed whole."""
         self.prefetched: dict[str, dict[str, Future[CompileOutcome]]] = {}
         """Compiles queued for the lane's next run (see :meth:`execute`)."""
 
@@ -281,6 +289,10 @@ class Lane:
         for news (:meth:`RunClaims.claim`); a commit by any other harvest_id, this harvest's
         earlier lane incarnations included, is, so a restarted lane measures only what no one
         committed since."""
+        with self.executing:
+            return self._execute(run, upcoming, known)
+
+    def _execute(self, run: PlannedRun, upcoming: PlannedRun | None, known: frozenset[str]) -> RunDone:
         if self.harvester.claims is not None:
             self.harvester.claims.learn((run.run_id, harvest) for harvest in known)
         self.current = run.run_id
@@ -326,14 +338,26 @@ class Lane:
         return (sass.busy_s, sass.calls) if sass is not None else (0.0, 0)
 
     def close(self) -> None:
+        """Stop the lane, promptly, committing nothing partial. It runs in the actor's second
+        thread, beside an :meth:`execute` in flight: the harvester's stop flag makes that run
+        drop itself at its next step (uncommitted, as a local harvest drops its run in flight on
+        Ctrl-C), and its benchmark worker is killed so that no call waiting on it holds the stop
+        up; a run that had finished measuring commits whole. Then it waits for that
+        :meth:`execute` to return and kills a worker it may have started meanwhile. A lane
+        that cannot stop in time (a compile or a claim it waits for) is killed by the driver
+        (:func:`close_lanes`): its files of the run then commit nothing (no ``runs`` row)."""
+        self.harvester.stop.set()
         self.harvester.close()
+        with self.executing:
+            self.harvester.close()
         self.stack.close()
 
 
 def lane_actor(interpreter: bool, resources: Mapping[str, float]) -> Any:
     """The Ray actor class of :class:`Lane` for this cluster: one GPU each, or one unit of
     :data:`LANE_RESOURCE` on the interpreter (when the cluster declares it). The actor takes no
-    CPU of its own (its compiles are CPU tasks); two threads, so ``busy`` answers mid-run."""
+    CPU of its own (its compiles are CPU tasks); two threads, so ``busy`` answers and ``close``
+    stops a run mid-way."""
     import ray
 
     options: dict[str, Any] = {"num_cpus": 0, "max_restarts": MAX_RESTARTS, "max_concurrency": 2}
@@ -511,10 +535,33 @@ def harvest_on_ray(
         try:
             return _harvest(config, specs, actors, interpreter, console, token, guide_inputs, known_of, work_begins)
         finally:
-            for actor in actors:
-                with contextlib.suppress(Exception):
-                    ray.get(actor.close.remote(), timeout=60)
+            if killed := close_lanes(actors):
+                console.print(
+                    f"lane(s) {', '.join(map(str, killed))} still closing after {LANE_CLOSE_S:g} s: "
+                    "killed (a run they had not committed is not in --out; the same command measures it)",
+                    markup=False, highlight=False,
+                )  # fmt: skip
+
+
+def close_lanes(actors: Sequence[Any], deadline_s: float = LANE_CLOSE_S) -> list[int]:
+    """Ask every lane actor to close at once (:meth:`Lane.close`), wait for them all under one
+    deadline of ``deadline_s`` seconds, then kill every actor (no restart). Returns the indices
+    (into ``actors``) of those killed still closing. One lane at a time, each with its own
+    timeout, a stop took N times as long, past a scheduler's grace before SIGKILL."""
+    import ray
+
+    closing: dict[Any, int] = {}
+    try:
+        for index, actor in enumerate(actors):
+            with contextlib.suppress(Exception):  # an actor Ray could not start or lost for good
+                closing[actor.close.remote()] = index
+        ready, _ = ray.wait(list(closing), num_returns=len(closing), timeout=deadline_s) if closing else ([], [])
+    finally:  # a second signal while they close still kills them
+        for actor in actors:
+            with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
+    closed = {closing[ref] for ref in ready}
+    return [index for index in closing.values() if index not in closed]
 
 
 def harvest_token() -> str:

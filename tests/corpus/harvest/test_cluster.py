@@ -19,8 +19,11 @@ from corpus.harvest.claims import RunClaims
 from corpus.harvest.cluster import (
     ACTOR_PREFIX,
     LANE_RESOURCE,
+    close_lanes,
     connect_refusal,
+    harvest_token,
     keeping_signal_handlers,
+    lane_actor,
 )
 from corpus.harvest.settings import read_settings
 from schemas import committed_runs, read_table
@@ -301,3 +304,85 @@ def test_a_ray_harvest_stopped_by_sigterm_says_how_many_runs_it_committed(local_
     rows = _committed(out)
     assert len(rows) == len(set(rows)) == 2 * committed  # (a rerun resumes: the local test's part)
     assert check_dataset(str(out)).ok
+
+
+# -- stopping: every lane at once, under one deadline -----------------------------------------
+
+
+def test_lanes_close_at_once_under_one_deadline_and_those_stuck_are_killed(local_ray):
+    """The gap: the driver closed its lanes one after another, waiting up to 60 s for each, so
+    N stuck lanes held a stop for N x 60 s, past the 30 s Slurm gives between SIGTERM and
+    SIGKILL. Three of four stand-in lanes never return from ``close`` (a lane waiting on a hung
+    compile or another harvest's claim): all are asked at once, the deadline holds for all, and
+    every actor is killed after it, the stuck ones reported."""
+
+    class Closing:  # defined here, so Ray pickles it by value: its workers import no test module
+        def __init__(self, stuck: bool) -> None:
+            self.stuck = stuck
+
+        def close(self) -> None:
+            if self.stuck:
+                threading.Event().wait()
+
+        def ping(self) -> str:
+            return "alive"
+
+    actor_class = ray.remote(num_cpus=0, max_concurrency=2)(Closing)
+    actors = [actor_class.remote(stuck) for stuck in (True, False, True, True)]
+    assert ray.get([actor.ping.remote() for actor in actors], timeout=300) == ["alive"] * 4
+    begin = time.monotonic()
+    killed = close_lanes(actors, deadline_s=5.0)
+    took = time.monotonic() - begin
+    assert killed == [0, 2, 3]
+    assert 5.0 <= took < 60.0, took  # one lane after another with 60 s each: 180 s
+    assert all(_dies(actor) for actor in actors)
+
+
+def _dies(actor, within_s: float = 60.0) -> bool:
+    """Whether ``actor`` is found dead within ``within_s`` seconds (``ray.kill`` is
+    asynchronous: a call made just after it may still be answered)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ping.remote(), timeout=within_s)
+        except ray.exceptions.RayActorError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds process ``pid`` has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_closing_lane_drops_its_run_in_flight_commits_nothing_and_closes_itself(local_ray, tmp_path):
+    """A lane asked to close while its benchmark worker is stuck in a kernel that never ends
+    (with a benchmark timeout far past the deadline) stops by itself before the deadline: the
+    run in flight comes back dropped (no configs) and nothing of it is in ``--out``. Before,
+    ``close`` killed the worker without stopping the run, which went on (a fresh worker) and
+    could commit the killed config as a crash of the kernel, until the driver killed the
+    actor."""
+    out = tmp_path / "d"
+    options = {
+        "suite": ("tests.corpus.harvest.faulty_kernels",),
+        "families": ("test_never_ends",),
+        "max_configs": 1,
+        "bench_timeout_s": 600.0,
+    }
+    run = _harvest(out, dry_run=True, **options).planned[0]
+    lane = lane_actor(True, ray.cluster_resources()).remote(_config(out, ray="auto", **options), harvest_token(), False)
+    ray.get(lane.describe.remote(), timeout=300)
+    executing = lane.execute.remote(run)
+    deadline = time.monotonic() + 300
+    spinning = False  # the lane's benchmark worker busy in the kernel's endless loop
+    while not spinning and time.monotonic() < deadline:
+        pid = ray.get(lane.__ray_call__.remote(lambda lane: lane.harvester.lanes[0].worker.pid), timeout=60)
+        spinning = pid is not None and _cpu_seconds(pid) > 3.0
+        time.sleep(0.2)
+    assert spinning, "the lane's benchmark never reached the kernel"
+    assert close_lanes([lane], deadline_s=120.0) == []  # it closed itself, not killed
+    done = ray.get(executing, timeout=60)  # returned before close did: the actor is gone now
+    assert (done.run_id, done.configs, done.summary) == (run.run_id, 0, None)
+    assert not list(out.rglob("part-*.parquet")), "the dropped run wrote files"
