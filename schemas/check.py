@@ -449,7 +449,9 @@ def _check_doubled_tunings(
         f"{' and '.join(copies)} hold one tuning (same source_ref, kernel, device and every config's "
         "status and median_ms): its measurements are counted twice. A tritonparse trace imported "
         "before the tuned call's launch event and again after, into this dataset or into datasets "
-        "since merged, does this; delete the runs row of one copy (the one without arg_shapes)"
+        "since merged, does this. Keep one copy: import the whole trace into a new dataset "
+        "(python -m corpus.ingest tritonparse TRACE --out NEW), or rewrite the runs file of the copy "
+        "without arg_shapes without its row (readers then leave its measurements out as uncommitted)"
     )
 
 
