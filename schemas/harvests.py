@@ -27,6 +27,12 @@ set up) is no observation: in both views it is chosen only when no harvest measu
 so a budgeted harvest never hides an earlier measurement, and a later one that measured what a
 budget skipped is not marked skipped.
 
+A run resumed config by config has ``runs`` rows that each summarize only their own
+harvest's configs. The runs row a view gives describes the run as the view's measurements
+do: for a run with more than one committed harvest, its :data:`RUN_SUMMARY` columns are
+recomputed from that view's measurements (:func:`summarize_runs`); a run harvested once keeps
+its stored row.
+
 Pure functions over pyarrow tables; the reader does the IO.
 """
 
@@ -366,3 +372,82 @@ def grouped_stats(owner: pa.Array, values: pa.Array, groups: int) -> pa.Table:
             ),
         }
     )
+
+
+RUN_SUMMARY: tuple[str, ...] = ("n_configs", "n_ok", "best_config_id", "best_median_ms", "default_median_ms")
+"""``runs`` columns that aggregate the run's measurements (per harvest as stored; per view in
+``latest`` and ``pooled``, see :func:`summarize_runs`)."""
+
+SUMMARY_INPUTS: tuple[str, ...] = ("run_id", "config_id", "status", "median_ms", "is_default")
+"""``measurements`` columns :func:`summarize_runs` reads."""
+
+
+def merged_runs(rows: pa.Table) -> pa.Array:
+    """run_ids with more than one committed ``runs`` row in ``rows`` (every harvest's, as
+    ``harvests='all'`` reads them): the runs whose one-harvest views merge harvests."""
+    counts = rows.select(["run_id"]).group_by("run_id").aggregate([([], "count_all")])
+    return counts.filter(pc.greater(counts.column("count_all"), 1)).column("run_id").combine_chunks()
+
+
+def summarize_runs(runs: pa.Table, measurements: pa.Table, merged: pa.Array) -> pa.Table:
+    """``runs`` (one row per run) with the :data:`RUN_SUMMARY` columns it holds recomputed, for
+    the runs in ``merged`` that have rows in ``measurements`` (one row per config, the view's:
+    :data:`SUMMARY_INPUTS`), as the harvest computes them from its own rows: ``n_configs`` rows,
+    ``n_ok`` of them ok, ``best_*`` the ok config with the lowest median (ties to the smaller
+    config_id), ``default_median_ms`` the default config's median when ok. Other runs keep
+    their stored values (a run harvested once: its row already summarizes them; an imported
+    run's best may be the tuner's own choice)."""
+    present = [name for name in RUN_SUMMARY if name in runs.column_names]
+    if not present or len(merged) == 0 or runs.num_rows == 0:
+        return runs
+    rows = measurements.select(list(SUMMARY_INPUTS))
+    rows = rows.filter(pc.is_in(rows.column("run_id"), value_set=merged))
+    if rows.num_rows == 0:
+        return runs
+    summary = _summary(rows)
+    keyed = runs.select(["run_id"]).append_column("__row", pa.array(range(runs.num_rows), pa.int64()))
+    aligned = keyed.join(summary, keys="run_id", join_type="left outer").sort_by("__row")
+    recomputed = pc.fill_null(aligned.column("__summarized"), False)
+    for name in present:
+        index = runs.schema.get_field_index(name)
+        field = runs.schema.field(index)
+        value = aligned.column(name).cast(field.type)
+        runs = runs.set_column(index, field, pc.if_else(recomputed, value, runs.column(index)))
+    return runs
+
+
+def _summary(rows: pa.Table) -> pa.Table:
+    """Per run_id of ``rows`` (:data:`SUMMARY_INPUTS`), its :data:`RUN_SUMMARY` values and
+    ``__summarized`` (True)."""
+    ok = pc.fill_null(pc.equal(rows.column("status"), OK), False)
+    counted = (
+        rows.select(["run_id"])
+        .append_column("__ok", pc.cast(ok, pa.int64()))
+        .group_by("run_id")
+        .aggregate([([], "count_all"), ("__ok", "sum")])
+    )
+    timed = rows.filter(pc.and_(ok, pc.is_valid(rows.column("median_ms"))))
+    ranked = timed.sort_by([("run_id", "ascending"), ("median_ms", "ascending"), ("config_id", "ascending")])
+    best = ranked.group_by("run_id", use_threads=False).aggregate(
+        [("config_id", "first"), ("median_ms", "first")]
+    )
+    default = timed.filter(pc.fill_null(timed.column("is_default"), False))
+    default = default.group_by("run_id").aggregate([("median_ms", "min")])
+    summary = pa.table(
+        {
+            "run_id": counted.column("run_id"),
+            "n_configs": counted.column("count_all"),
+            "n_ok": counted.column("__ok_sum"),
+            "__summarized": pa.array([True] * counted.num_rows),
+        }
+    )
+    best = pa.table(
+        {
+            "run_id": best.column("run_id"),
+            "best_config_id": best.column("config_id_first"),
+            "best_median_ms": best.column("median_ms_first"),
+        }
+    )
+    default = pa.table({"run_id": default.column("run_id"), "default_median_ms": default.column("median_ms_min")})
+    summary = summary.join(best, keys="run_id", join_type="left outer")
+    return summary.join(default, keys="run_id", join_type="left outer")

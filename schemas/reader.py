@@ -33,7 +33,16 @@ from schemas.errors import (
     SchemaVersionError,
     failure_reason,
 )
-from schemas.harvests import TIMED_AS, check_mode, needed_columns, one_harvest
+from schemas.harvests import (
+    RUN_SUMMARY,
+    SUMMARY_INPUTS,
+    TIMED_AS,
+    check_mode,
+    merged_runs,
+    needed_columns,
+    one_harvest,
+    summarize_runs,
+)
 from schemas.keys import (
     CONTENT_KEYED,
     UNIQUE_KEYED,
@@ -516,6 +525,10 @@ def read_table(
     columns from the latest repeat (see :mod:`schemas.harvests`). With ``"latest"`` or
     ``"pooled"``, ``filters`` apply to the chosen rows, not before the choice, and a run whose
     chosen ``ok`` rows were timed in different ways is refused (:class:`schemas.MixedTimingError`).
+    The ``runs`` row of a run with several committed harvests then summarizes the view's
+    measurements of the run: its ``n_configs``, ``n_ok``, ``best_config_id``, ``best_median_ms``
+    and ``default_median_ms`` are recomputed from them (refused the same way when they mix
+    timers), not copied from the latest harvest, which may have measured only some configs.
 
     Raises :class:`DatasetError` for a missing table, :class:`CorruptFileError`,
     :class:`SchemaVersionError` and :class:`SchemaMismatchError` naming the file at fault,
@@ -560,12 +573,26 @@ def read_table(
         result = dedupe(result, table_spec(table).key)
     if choose_first:
         recency = _finish_times(loc) if table == "measurements" else None
+        merged = merged_runs(result) if table == "runs" else None
         result = one_harvest(table, result, harvests, recency)
+        if merged is not None:
+            result = _summarized(url, result, merged, harvests)
         if expression is not None:
             result = result.filter(expression)
     if wanted is not None:
         result = result.select(wanted)
     return result
+
+
+def _summarized(url: str, runs: pa.Table, merged: pa.Array, harvests: str) -> pa.Table:
+    """The chosen ``runs`` rows with their per-run aggregates recomputed from the measurements
+    of the same view where it merges harvests (``merged``: runs with several committed
+    harvests); a stored row summarizes its own harvest's configs only, so a run resumed config
+    by config would name a best config that its other configs beat."""
+    if len(merged) == 0 or not any(name in runs.column_names for name in RUN_SUMMARY):
+        return runs
+    view = read_table(url, "measurements", columns=list(SUMMARY_INPUTS), harvests=harvests)
+    return summarize_runs(runs, view, merged)
 
 
 def _finish_times(loc: Location) -> pa.Table:

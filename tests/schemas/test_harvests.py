@@ -106,7 +106,7 @@ def test_latest_takes_each_config_from_its_most_recent_harvest(two_harvests):
     assert rows[("r2", C0)]["harvest_id"] == "h1"
     runs = read_table(two_harvests, "runs", columns=["run_id", "n_configs"], harvests="latest")
     assert sorted(runs.to_pylist(), key=lambda r: r["run_id"]) == [
-        {"run_id": "r1", "n_configs": 2},
+        {"run_id": "r1", "n_configs": 3},  # the view's configs of r1: two from h2, one from h1
         {"run_id": "r2", "n_configs": 1},
     ]
 
@@ -319,3 +319,75 @@ def test_a_run_whose_latest_configs_were_timed_in_different_ways_is_refused(tmp_
     writer.commit_run([_run("r1", "h3", 2, 2) | {"timer": "wall", "l2_flush_bytes": 0}])
     latest = read_table(root, "measurements", harvests="latest")  # every config now timed by wall
     assert sorted(latest.column("harvest_id").to_pylist()) == ["h2", "h3", "h3", "h4", "h5"]
+
+
+SUMMARY = ["n_configs", "n_ok", "best_config_id", "best_median_ms", "default_median_ms"]
+
+
+@pytest.fixture
+def resumed(tmp_path) -> str:
+    """Run r1 harvested in two parts: h1 measured C0 (the default, 3 ms) and C1 (10-11 ms);
+    h2, later, measured C1 again (1 ms) and C2, which failed. Each runs row summarizes its own
+    harvest's configs. Run r2, harvested once, stores a best its medians do not give (an
+    imported run's tuner may choose so)."""
+    root = str(tmp_path / "ds")
+    writer = DatasetWriter(root)
+    writer.write(
+        "measurements",
+        [
+            _measurement("r1", "h1", C0, [3.0]) | {"is_default": True},
+            _measurement("r1", "h1", C1, [10.0, 11.0]),
+            _measurement("r2", "h1", C0, [5.0]),
+            _measurement("r2", "h1", C1, [4.0]),
+        ],
+    )
+    summary = dict(zip(SUMMARY, [2, 2, C0, 3.0, 3.0]))
+    writer.commit_run([_run("r1", "h1", 0, 2) | summary, _run("r2", "h1", 0, 2) | summary])
+    writer.write(
+        "measurements",
+        [
+            _measurement("r1", "h2", C1, [1.0]),
+            _measurement("r1", "h2", C2, None, "runtime_error", "boom"),
+        ],
+    )
+    writer.commit_run([_run("r1", "h2", 10, 2) | dict(zip(SUMMARY, [2, 1, C1, 1.0, None]))])
+    return root
+
+
+def _summaries(root: str, mode: str, **options) -> dict[str, dict]:
+    table = read_table(root, "runs", columns=["run_id", *SUMMARY], harvests=mode, **options)
+    return {row.pop("run_id"): row for row in table.to_pylist()}
+
+
+def test_a_resumed_runs_row_summarizes_the_configs_the_view_gives(resumed):
+    """The gap: the latest view gave r1's h2 row, whose best (C1, 1 ms of 2 configs) and
+    default (null: h2 did not measure it) describe h2 only."""
+    latest = _summaries(resumed, "latest")
+    assert latest["r1"] == dict(zip(SUMMARY, [3, 2, C1, 1.0, 3.0]))
+    # pooled: C1's samples are 10, 11, 1 (median 10), so the default C0 is the best
+    pooled = _summaries(resumed, "pooled")
+    assert pooled["r1"] == dict(zip(SUMMARY, [3, 2, C0, 3.0, 3.0]))
+    for view in (latest, pooled):  # harvested once: its stored row, as it was
+        assert view["r2"] == dict(zip(SUMMARY, [2, 2, C0, 3.0, 3.0]))
+    stored = read_table(resumed, "runs", columns=["harvest_id", "n_configs"], harvests="all")
+    assert sorted(stored.column("n_configs").to_pylist()) == [2, 2, 2]  # each harvest's own
+
+
+def test_summary_filters_and_scans_see_the_recomputed_values(resumed):
+    kept = read_table(
+        resumed, "runs", columns=["run_id"], filters=[("best_median_ms", "<", 2.0)], harvests="latest"
+    )
+    assert kept.column("run_id").to_pylist() == ["r1"]
+    frame = scan_table(resumed, "runs", harvests="pooled").collect()
+    assert frame.filter(frame["run_id"] == "r1").select(SUMMARY).rows() == [(3, 2, C0, 3.0, 3.0)]
+
+
+def test_a_summary_over_configs_timed_in_different_ways_is_refused(resumed):
+    """r1's ok configs come from h1 and h2: with different timers their medians cannot be
+    ranked, so neither can the run's best be named."""
+    writer = DatasetWriter(resumed)
+    writer.write("measurements", [_measurement("r1", "h3", C2, [0.5])])
+    writer.commit_run([_run("r1", "h3", 20, 1) | {"timer": "wall"}])
+    with pytest.raises(MixedTimingError, match="run_id=r1"):
+        read_table(resumed, "runs", columns=["run_id", "best_config_id"], harvests="latest")
+    assert read_table(resumed, "runs", columns=["run_id", "family"], harvests="latest").num_rows == 2

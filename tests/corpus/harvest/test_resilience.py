@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from schemas import read_table
@@ -151,6 +152,41 @@ def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
     )
     assert latest.num_rows == len(keys)
     assert read_table(str(out), "measurements").num_rows == 2 * len(keys)
+
+
+SUMMARY = ["n_configs", "n_ok", "best_config_id", "best_median_ms", "default_median_ms"]
+
+
+def summaries_from(measurements: pl.DataFrame) -> pl.DataFrame:
+    """Each run's SUMMARY columns as the harvest defines them, from one row per config."""
+    ok = measurements.filter(pl.col("status") == "ok")
+    best = ok.sort("median_ms", "config_id").group_by("run_id").first()
+    best = best.select("run_id", best_config_id="config_id", best_median_ms="median_ms")
+    default = ok.filter(pl.col("is_default")).select("run_id", default_median_ms="median_ms")
+    counts = measurements.group_by("run_id").agg(
+        n_configs=pl.len().cast(pl.Int32), n_ok=(pl.col("status") == "ok").sum().cast(pl.Int32)
+    )
+    return counts.join(best, on="run_id", how="left").join(default, on="run_id", how="left").sort("run_id")
+
+
+def test_a_resumed_runs_row_summarizes_every_config_of_the_view(tmp_path: Path):
+    """The gap: a run resumed config by config (2 configs, then 2 more by a second harvest)
+    read ``runs`` with ``harvests='latest'`` as the second harvest stored it: n_configs 2 and
+    the best of those 2, where the run's best measured config could be one of the first 2."""
+    out = tmp_path / "resumed"
+    args = ["--families", "add_broadcast", "--dtypes", "float32", "--workers", "2", "--flush-every", "0"]
+    harvest_in_process(out, *args, "--max-configs", "2")
+    harvest_in_process(out, *args, "--max-configs", "4")
+    columns = ["run_id", "config_id", "status", "median_ms", "is_default"]
+    for mode in ("latest", "pooled"):
+        measurements = pl.from_arrow(read_table(str(out), "measurements", columns=columns, harvests=mode))
+        runs = pl.from_arrow(read_table(str(out), "runs", columns=["run_id", *SUMMARY], harvests=mode))
+        assert isinstance(measurements, pl.DataFrame) and isinstance(runs, pl.DataFrame)
+        expected = summaries_from(measurements)
+        assert expected["n_configs"].to_list() == [4, 4], mode
+        assert runs.sort("run_id").equals(expected.select("run_id", *SUMMARY)), mode
+    stored = read_table(str(out), "runs", columns=["n_configs"]).column("n_configs").to_pylist()
+    assert stored == [2, 2, 2, 2]  # each harvest's own row summarizes its own configs
 
 
 def test_a_harvest_whose_reader_left_goes_on_to_the_end(tmp_path: Path):
