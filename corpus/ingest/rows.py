@@ -80,7 +80,8 @@ class ImportedRun:
     one of those run_ids is this one, imported already. tritonparse writes the ``launch`` event
     naming the call's arguments after the tuning's ``autotune`` event, so a trace imported
     between the two gave the run no arguments; importers before 2026-11-24 gave every tuning of
-    a kernel its first launch's arguments."""
+    a kernel its first launch's arguments, and those before 2026-11-25 kept the winning config's
+    meta-parameters that tritonparse's launch hook logs among them."""
 
 
 def earlier_runs(run: ImportedRun) -> list[ImportedRun]:

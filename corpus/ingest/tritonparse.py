@@ -338,12 +338,17 @@ def _specialized_value(info: Any) -> int | None:
 
 
 def _launch_signature(
-    launch: Mapping[str, Any] | None, constexprs: Mapping[str, Any]
+    launch: Mapping[str, Any] | None, constexprs: Mapping[str, Any], tuned: frozenset[str] = frozenset()
 ) -> list[dict[str, Any]]:
     """The launch's arguments as a run signature; those the compilation specialized as
-    constexprs (``src_constants``) are typed ``constexpr``, not by their Python value."""
+    constexprs (``src_constants``) are typed ``constexpr``, not by their Python value. The
+    ``tuned`` meta-parameters (the configs' kwargs) are left out: tritonparse's launch hook logs
+    every parameter the launch bound, the winning config's among them, which are not the
+    problem (a run's identity must not change with the config that won)."""
     args = []
     for name, info in ((launch or {}).get("extracted_args") or {}).items():
+        if name in tuned:
+            continue
         if info.get("type") == "tensor":
             strides = "".join(
                 "0" if s == 0 else "1" if s == 1 else "n" for s in info.get("stride", [])
@@ -549,8 +554,10 @@ def autotune_runs(
             for ir, (_, tables) in graphs_of(c).items()
         }
         key_text = str(event.get("autotune_key"))
-        tuned = {name for c in configs for name in c.config.kwargs}
-        dims, flags = _problem(key_text, launch, _key_names(first.source, first.name), tuned)
+        best = parse_config_text(str(event["best_config"]))
+        tuned = frozenset({*best.kwargs, *(name for c in configs for name in c.config.kwargs)})
+        dims, flags = _problem(key_text, launch, _key_names(first.source, first.name), set(tuned))
+        constexprs = _constexpr_names(first)
         runs.append(
             ImportedRun(
                 kernel_source=first.source,
@@ -558,7 +565,7 @@ def autotune_runs(
                 signature={
                     "kernel": first.name,
                     "autotune_key": key_text,
-                    "args": _launch_signature(launch, _constexpr_names(first)),
+                    "args": _launch_signature(launch, constexprs, tuned),
                 },
                 earlier_signatures=(
                     # the trace holds the launch after the tuning: imported before it, no arguments
@@ -566,8 +573,10 @@ def autotune_runs(
                     {
                         "kernel": first.name,
                         "autotune_key": key_text,
-                        "args": _launch_signature(first_launch, _constexpr_names(first)),
+                        "args": _launch_signature(first_launch, constexprs),
                     },
+                    # importers before 2026-11-25 kept the tuned meta-parameters a launch hook logs
+                    {"kernel": first.name, "autotune_key": key_text, "args": _launch_signature(launch, constexprs)},
                 ),
                 dims=dims,
                 flags=flags,
@@ -584,7 +593,7 @@ def autotune_runs(
                 configs=() if cache_hit else tuple(configs),
                 ir_target=facts.arch if facts.arch.startswith("sm_") else None,
                 cache_hit=cache_hit,
-                best=parse_config_text(str(event["best_config"])),
+                best=best,
                 source_path=package_relative(first.source_path) if first.source_path else None,
                 graphs=all_graphs,
             )

@@ -11,6 +11,8 @@ in the environment tritonparse writes it compressed, as ``*.bin.ndjson``.
 ``torch.distributed`` group (gloo, rendezvous in INIT_FILE) tracing into DIR, where tritonparse
 names each process's file by its rank (``*_rank_0_*``): both ranks tune the kernel on 100
 elements (each with timings of its own, as ranks that each benchmark), rank 1 also on 1,000.
+:func:`generate_launch_traced` (called by the tests) writes a trace with tritonparse's launch
+tracing on, the launch event written by tritonparse's own launch hook.
 
 What runs here without a GPU, and so what the fixture holds:
 
@@ -39,21 +41,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def _compile(jit, config, size: int = 100) -> str:  # type: ignore[no-untyped-def]
-    import torch
-    import triton
-    from triton.compiler import ASTSource
-
-    from extract import triton_compat
-    from extract.compile import parse_target
-
-    target = parse_target("sm_90")
-    x = torch.empty(size, device="meta")
-    options = {"num_warps": config.num_warps, "num_stages": config.num_stages, "num_ctas": 1}
-    spec = triton_compat.specialize(
-        jit, {"x_ptr": x, "out_ptr": x, "n_elements": size, **config.kwargs}, target, options
-    )
-    source = ASTSource(jit, spec.signature, spec.constexprs, spec.attrs)
-    return triton.compile(source, target=target, options=dict(spec.options)).metadata.hash
+    return _compiled(jit, config, size).metadata.hash
 
 
 def generate(
@@ -124,6 +112,63 @@ def generate_rank(folder: Path, rank: int, init_file: Path) -> Path:
         return next(folder.glob(f"*_rank_{rank}_*.ndjson"))
     finally:
         dist.destroy_process_group()
+
+
+def generate_launch_traced(folder: Path, winner: int) -> Path:
+    """Write into ``folder`` a trace with tritonparse's launch tracing on
+    (``init(enable_trace_launch=True)``): the gelu kernel's two configs compiled for sm_90, one
+    tuning on 100 elements that config ``winner`` wins, and the launch event tritonparse's own
+    launch hook writes for the call it tuned. Triton hands that hook a ``LazyDict`` holding the
+    kernel's name and, through tritonparse's ``add_launch_metadata``, every parameter the
+    launch bound -- the winning config's meta-parameters (``BLOCK``) among them, which a
+    hand-written launch event leaves out. Built here as ``CompiledKernel.launch_metadata``
+    builds it (that method needs a GPU driver)."""
+    import torch
+    import tritonparse.structured_logging as tsl
+    from triton import knobs
+    from triton.compiler.compiler import LazyDict
+
+    from tests.corpus.record import workload
+
+    tuner = workload.gelu_kernel
+    configs = tuner.configs[:2]
+    knobs.compilation.always_compile, always = True, knobs.compilation.always_compile
+    tsl.init(str(folder), enable_full_python_source=True, enable_trace_launch=True)
+    try:
+        compiled = [_compiled(tuner.fn, config) for config in configs]
+        timings = {config: [0.02, 0.019, 0.021] for config in configs}
+        timings[configs[winner]] = [0.01, 0.009, 0.011]
+        key = (100, "torch.float32", "torch.float32")
+        tsl._autotune_listener(fn=tuner.fn, key=key, best_config=configs[winner], configs_timings=timings,
+                               duration=0.5, cache_hit=False)  # fmt: skip
+        x = torch.randn(100)
+        bound = {"x_ptr": x, "out_ptr": torch.empty_like(x), "n_elements": 100, **configs[winner].kwargs}
+        launch = LazyDict({"name": compiled[winner].name, "function": None, "stream": 0})
+        launch.add(tsl.add_launch_metadata, ((2, 1, 1), compiled[winner].metadata, bound))
+        knobs.runtime.launch_enter_hook(launch)  # tritonparse's LaunchHookImpl
+    finally:
+        tsl.clear_logging_config()
+        knobs.compilation.always_compile = always
+    return next(folder.glob("*.ndjson"))
+
+
+def _compiled(jit, config, size: int = 100):  # type: ignore[no-untyped-def]
+    """Triton's ``CompiledKernel`` of ``config`` on ``size`` float32 elements, for sm_90."""
+    import torch
+    import triton
+    from triton.compiler import ASTSource
+
+    from extract import triton_compat
+    from extract.compile import parse_target
+
+    target = parse_target("sm_90")
+    x = torch.empty(size, device="meta")
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages, "num_ctas": 1}
+    spec = triton_compat.specialize(
+        jit, {"x_ptr": x, "out_ptr": x, "n_elements": size, **config.kwargs}, target, options
+    )
+    source = ASTSource(jit, spec.signature, spec.constexprs, spec.attrs)
+    return triton.compile(source, target=target, options=dict(spec.options))
 
 
 SPECIALIZED_SIZES = (128, 99)

@@ -327,9 +327,10 @@ def test_compile_only_trace_gives_a_dataset_check_accepts(tmp_path: Path) -> Non
     assert read_table(str(tmp_path / "d"), "runs").num_rows == 0
 
 
-def test_problem_from_the_autotune_key_and_constexprs_typed(tmp_path: Path) -> None:
+def test_problem_from_the_autotune_key_and_tuned_constexprs_left_out(tmp_path: Path) -> None:
     """problem_json holds the sizes the autotune key tunes on, named by the launch (before:
-    {}); a constexpr the launch passed is typed constexpr, not by its Python value."""
+    {}); a launch argument that is a config's meta-parameter (``BLOCK``) is not in the run's
+    arguments (constexprs the caller passed are typed constexpr: see the liger test below)."""
     _ingest(tmp_path / "d")
     run = read_table(str(tmp_path / "d"), "runs").to_pylist()[0]
     assert run["problem_json"] == '{"n_elements":100}' and run["dtype"] == "float32"
@@ -338,13 +339,13 @@ def test_problem_from_the_autotune_key_and_constexprs_typed(tmp_path: Path) -> N
     lines = TRACE.read_text().splitlines()
     index = next(i for i, line in enumerate(lines) if line.startswith('{"event_type":"launch"'))
     launch = json.loads(lines[index])
-    launch["extracted_args"]["BLOCK"] = {"type": "int", "value": 64}  # passed by the caller
+    launch["extracted_args"]["BLOCK"] = {"type": "int", "value": 64}  # the winner's, as a launch hook logs it
     lines[index] = json.dumps(launch)
     log = tmp_path / "with_constexpr.ndjson"
     log.write_text("\n".join(lines) + "\n")
     _ingest(tmp_path / "e", log=log)
-    run = read_table(str(tmp_path / "e"), "runs").to_pylist()[0]
-    assert run["arg_names"][-1] == "BLOCK" and run["arg_types"][-1] == "constexpr"
+    again = read_table(str(tmp_path / "e"), "runs").to_pylist()[0]
+    assert again["arg_names"] == ["x_ptr", "out_ptr", "n_elements"] and again["run_id"] == run["run_id"]
 
 
 def _liger_token_gather_trace(folder: Path) -> Path:
@@ -401,6 +402,9 @@ def test_problem_is_named_by_the_autotune_key_not_by_equal_values(tmp_path: Path
     assert run["problem_json"] == '{"H_dim":64,"K_dim":2,"w_is_None":0}'
     assert run["problem_dims"] == [{"name": "H_dim", "value": 64}, {"name": "K_dim", "value": 2}]
     assert run["problem_flags"] == [{"name": "w_is_None", "value": 0}]
+    types = dict(zip(run["arg_names"], run["arg_types"]))
+    assert types["H_dim"] == types["w_is_None"] == "constexpr" and types["Y_ptr"] == "*fp32"
+    assert not {"BLOCK_H", "BLOCK_K"} & set(types)  # the winning config's, logged by the launch
     assert check_dataset(str(tmp_path / "d")).ok
 
 
@@ -537,3 +541,28 @@ def test_rank_files_imported_one_after_another_give_their_union_once(rank_traces
         assert (again.runs, again.measurements, again.ir_graphs, again.kernels) == (0, 0, 0, 0)
         assert again.already_imported == (1 if trace == rank_traces[0] else 2)
     assert tables() == union
+
+
+def test_launch_tracing_keeps_the_winning_configs_meta_parameters_out_of_the_run(tmp_path: Path) -> None:
+    """The gap: with tritonparse's launch tracing on (``enable_trace_launch``), its launch hook
+    logs every parameter the launch bound, the winning config's ``BLOCK`` among them, and the
+    import put ``BLOCK`` into the run's signature. So the same problem got another run_id with
+    launch tracing on than off, and another again whenever another config won (the timings'
+    noise): one problem split into runs. The tuned meta-parameters are now left out."""
+    pytest.importorskip("tritonparse.structured_logging", reason="the trace extra (tritonparse) is not installed")
+    from tests.corpus.ingest.make_tritonparse_fixture import generate_launch_traced
+
+    out = tmp_path / "d"
+    for winner in (0, 1):
+        folder = tmp_path / f"won-by-{winner}"
+        folder.mkdir()
+        trace = generate_launch_traced(folder, winner)
+        assert '"BLOCK"' in next(line for line in trace.read_text().splitlines() if '"launch"' in line)
+        assert _ingest(out, log=trace).runs == 1
+    _ingest(out)  # the fixture: the same tuning, its launch event without the meta-parameters
+    runs = read_table(str(out), "runs").to_pylist()
+    assert len(runs) == 3 and len({r["run_id"] for r in runs}) == 1
+    assert all(r["arg_names"] == ["x_ptr", "out_ptr", "n_elements"] for r in runs)
+    assert len({r["best_config_id"] for r in runs}) == 2  # each trace's own winner
+    checked = check_dataset(str(out))
+    assert checked.ok, checked.problems
