@@ -121,6 +121,24 @@ class IngestSummary:
         return text
 
 
+HELION_COMPANIONS: dict[str, str] = {
+    ".meta.jsonl": "a sidecar of Helion's log",
+    ".sources.csv": "a sidecar of Helion's log",
+    ".trace.jsonl": "Helion's event trace (HELION_AUTOTUNE_LOG_DETAILS), not its CSV log",
+    ".log": "Helion's text log, not its CSV log",
+}
+"""Files Helion 1.5's ``AutotuneLogSink`` and autotune tracing write beside ``BASE.csv`` (each
+``BASE`` with its suffix replaced, as ``Path.with_suffix`` does), and what each is."""
+
+
+def _refuse_helion_companion(log: Path) -> None:
+    """Refuse a file Helion writes beside its CSV log, naming the CSV to give instead."""
+    for suffix, what in HELION_COMPANIONS.items():
+        if log.name.endswith(suffix) and log.name != suffix:
+            csv_name = log.name.removesuffix(suffix) + ".csv"
+            raise IngestError(f"{log}: {what}; give the log's CSV ({csv_name}), the sidecars are read beside it")
+
+
 def _check(config: IngestConfig) -> None:
     """Refuse what cannot be imported before anything is read or written: an unknown format,
     missing or non-UTF-8 inputs, an ``--out`` that is no place for the dataset
@@ -131,11 +149,8 @@ def _check(config: IngestConfig) -> None:
         raise IngestError(f"{config.log}: a directory; give the {config.format} log file in it")
     if not config.log.is_file():
         raise FileNotFoundError(f"no such {config.format} log: {config.log}")
-    if config.format == "helion" and config.log.name.endswith((".meta.jsonl", ".sources.csv")):
-        raise IngestError(
-            f"{config.log}: a sidecar of Helion's log; give the log's CSV "
-            f"({config.log.name.split('.')[0]}.csv), the sidecars are read beside it"
-        )
+    if config.format == "helion":
+        _refuse_helion_companion(config.log)
     if config.meta is not None and not config.meta.is_file():
         raise FileNotFoundError(f"no such Helion metadata file: {config.meta}")
     sidecar = config.log.with_suffix(".meta.jsonl")

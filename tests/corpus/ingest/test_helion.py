@@ -286,6 +286,19 @@ def test_unknown_header_and_missing_files_are_refused(
         _ingest(tmp_path / "d", log=logs / "a.meta.jsonl")
 
 
+@pytest.mark.parametrize("written", ["a.trace.jsonl", "a.log"])
+def test_helions_trace_and_text_log_are_refused_naming_the_csv(logs: Path, tmp_path: Path, written: str) -> None:
+    """The gap: with ``HELION_AUTOTUNE_LOG_DETAILS=1`` every Helion 1.5 search (FiniteSearch,
+    PatternSearch, the LFBO and differential-evolution searches, ...) also writes beside its CSV
+    an event trace (``.trace.jsonl``) and a text log (``.log``). Given one of those, the import
+    asked for a sidecar ``a.trace.meta.jsonl`` that no tool writes, or said the CSV header ''
+    was unknown. Now it names the file it wants, before ``--out`` is made."""
+    assert (logs / written).is_file()  # Helion's own
+    with pytest.raises(IngestError, match=rf"{written}: Helion's .* not its CSV log; give .*a\.csv"):
+        _ingest(tmp_path / "d", log=logs / written)
+    assert not (tmp_path / "d").exists()
+
+
 def test_cli_prints_the_summary(logs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     meta = logs / "a.meta.jsonl"
     assert main(["helion", str(logs / "a.csv"), "--meta", str(meta), "--out", str(tmp_path / "d")]) == 0
