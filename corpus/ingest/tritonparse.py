@@ -194,6 +194,9 @@ def _read_event(trace: Trace, path: Path, line: int, text: str, problems: Proble
         problems.report(path, line, CUT_OFF if cut else f"not JSON ({exc.msg})")
         return cut
     kind = event.get("event_type") if isinstance(event, dict) else None
+    if kind == "autotune_analysis" and isinstance(event.get("autotune_result"), Mapping):
+        problems.report(path, line, _analysed_tuning(event))
+        return False
     if kind in DERIVED_EVENTS:
         trace.derived[kind] += 1
         return False
@@ -211,6 +214,18 @@ def _read_event(trace: Trace, path: Path, line: int, text: str, problems: Proble
     except (KeyError, TypeError, ValueError, IndexError, SyntaxError) as exc:
         problems.report(path, line, f"malformed {kind} event ({type(exc).__name__}: {exc})")
     return False
+
+
+def _analysed_tuning(event: Mapping[str, Any]) -> str:
+    """Why a tuning tritonparse's parser kept only in an ``autotune_analysis`` is not imported:
+    ``unified_parse`` drops the raw ``autotune`` event of a tuning Triton's autotuner logged,
+    and its ``autotune_result`` (timings, best config) has no autotune key, so neither the
+    run's problem nor its identity as the raw trace gives them can be known."""
+    return (
+        f"tuning of {event.get('name')!r} kept only in tritonparse's autotune_analysis (its "
+        "parser's output has no autotune key): not imported; import the raw trace tritonparse "
+        "wrote, before unified_parse"
+    )
 
 
 def _lines(handle: BinaryIO) -> Iterator[tuple[int, str]]:

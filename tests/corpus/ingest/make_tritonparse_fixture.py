@@ -11,6 +11,8 @@ in the environment tritonparse writes it compressed, as ``*.bin.ndjson``.
 ``torch.distributed`` group (gloo, rendezvous in INIT_FILE) tracing into DIR, where tritonparse
 names each process's file by its rank (``*_rank_0_*``): both ranks tune the kernel on 100
 elements (each with timings of its own, as ranks that each benchmark), rank 1 also on 1,000.
+``... make_tritonparse_fixture autotuned DIR`` writes a trace whose ``autotune`` event Triton's
+own autotuner wrote, and tritonparse's ``unified_parse`` of it (see :func:`generate_autotuned`).
 :func:`generate_launch_traced` (called by the tests) writes a trace with tritonparse's launch
 tracing on, the launch event written by tritonparse's own launch hook.
 
@@ -152,6 +154,44 @@ def generate_launch_traced(folder: Path, winner: int) -> Path:
     return next(folder.glob("*.ndjson"))
 
 
+def generate_autotuned(folder: Path) -> Path:
+    """Write into ``folder / "raw"`` a trace whose ``autotune`` event Triton's own
+    ``Autotuner.run`` wrote through tritonparse's listener, then tritonparse's ``unified_parse``
+    of it into ``folder / "parsed"``; returns the parsed ``*_mapped.ndjson.gz``. On the CPU the
+    autotuner is given a ``do_bench`` (its documented parameter) that compiles the config for
+    sm_90 -- inside the autotuner's ``_bench``, where a GPU compiles it -- and returns fixed
+    timings; the launch after the tuning fails (no GPU driver; on a GPU, CPU tensors) after the
+    listener has written the tuning."""
+    import torch
+    import tritonparse.structured_logging as tsl
+    from triton import knobs
+    from tritonparse.parse import utils
+
+    from tests.corpus.record import workload
+
+    tuner = workload.gelu_kernel
+    configs = tuner.configs[:2]  # what its prune (drop_wide_blocks) keeps for 100 elements
+    timings = {0: [0.02, 0.019, 0.021], 1: [0.01, 0.009, 0.011]}
+    compiled: list[object] = []
+
+    def bench(kernel_call, quantiles=None):  # type: ignore[no-untyped-def]
+        compiled.append(_compiled(tuner.fn, configs[len(compiled)]))
+        return timings[len(compiled) - 1]
+
+    tuner._do_bench = bench
+    knobs.compilation.always_compile = True
+    tsl.init(str(folder / "raw"), enable_full_python_source=True)
+    try:
+        workload.gelu(torch.randn(100))
+    except (RuntimeError, ValueError):  # the launch after the tuning: no GPU driver, or a CPU tensor on a GPU
+        pass
+    finally:
+        tsl.clear_logging_config()
+    assert len(compiled) == len(configs) == 2
+    utils.unified_parse(source=str(folder / "raw"), out=str(folder / "parsed"), overwrite=True)
+    return next((folder / "parsed").glob("*.ndjson.gz"))
+
+
 def _compiled(jit, config, size: int = 100):  # type: ignore[no-untyped-def]
     """Triton's ``CompiledKernel`` of ``config`` on ``size`` float32 elements, for sm_90."""
     import torch
@@ -186,6 +226,9 @@ if __name__ == "__main__":
 
     if sys.argv[1:2] == ["rank"]:
         print(generate_rank(Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])))
+        sys.exit(0)
+    if sys.argv[1:2] == ["autotuned"]:
+        print(generate_autotuned(Path(sys.argv[2])))
         sys.exit(0)
     if sys.argv[1:2] == ["specializations"]:
         print(generate(Path(sys.argv[2]), SPECIALIZED_SIZES, compile_each=True))

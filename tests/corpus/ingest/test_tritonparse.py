@@ -566,3 +566,29 @@ def test_launch_tracing_keeps_the_winning_configs_meta_parameters_out_of_the_run
     assert len({r["best_config_id"] for r in runs}) == 2  # each trace's own winner
     checked = check_dataset(str(out))
     assert checked.ok, checked.problems
+
+
+def test_tunings_tritonparses_parser_keeps_only_as_analyses_are_reported_not_lost(tmp_path: Path) -> None:
+    """The gap: ``unified_parse`` keeps a tuning Triton's autotuner logged only inside its
+    ``autotune_analysis`` (timings and best config, without the autotune key or the raw
+    ``autotune`` event), and the import left that out as a derived analysis: "imported 0 run(s)"
+    from the parsed output of a trace whose raw form imports one, nothing said of the tuning.
+    Now each such tuning is reported, naming the kernel and the raw trace to import instead."""
+    pytest.importorskip("tritonparse.parse.utils", reason="the trace extra (tritonparse) is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "tests.corpus.ingest.make_tritonparse_fixture", "autotuned", str(tmp_path)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    parsed = Path(done.stdout.strip().splitlines()[-1])
+    (raw,) = (tmp_path / "raw").glob("*.ndjson")
+    assert _ingest(tmp_path / "from-raw", log=raw).runs == 1  # the same tuning, from the raw trace
+    summary = _ingest(tmp_path / "d", log=parsed)
+    assert (summary.runs, summary.ir_graphs) == (0, 4)
+    (reason,) = summary.problems.skipped
+    assert "gelu_kernel" in reason and "autotune_analysis" in reason and "raw trace" in reason
+    assert reason in " ".join(summary.lines(str(tmp_path / "d")))
+    with pytest.raises(IngestError, match=r"_mapped\.ndjson\.gz:\d+: .*gelu_kernel"):
+        _ingest(tmp_path / "e", log=parsed, strict=True)
+    assert check_dataset(str(tmp_path / "d")).ok
