@@ -184,7 +184,19 @@ def autotuned_problem(args: Mapping[str, Any], keys: Sequence[str]) -> Autotuned
     return AutotunedProblem(dims, flags, str(tensors[0].dtype).removeprefix("torch.") if tensors else None)
 
 
-def _bench_outcome(timing: list[float], benched: BenchedConfig | None) -> MeasureOutcome:
+def _timing_figures(timing: Any) -> list[float]:
+    """What an autotuner's bench returned for one config, as a list of ms figures. Triton's
+    ``do_bench`` returns the requested quantiles (median, p20, p80) as a list, but the autotuner
+    takes any ``do_bench=`` a user gives, and one that ignores ``quantiles`` returns a single
+    float (``triton.testing.do_bench(fn)`` does): Triton ranks by that figure as it ranks by a
+    list's first, so it stands where the median stands."""
+    if isinstance(timing, (int, float)):
+        return [float(timing)]
+    return [float(value) for value in timing]
+
+
+def _bench_outcome(timing: Any, benched: BenchedConfig | None) -> MeasureOutcome:
+    timing = _timing_figures(timing)
     if benched is not None and benched.error is not None:
         return MeasureOutcome(
             classify_compile_error(benched.error),
@@ -195,10 +207,11 @@ def _bench_outcome(timing: list[float], benched: BenchedConfig | None) -> Measur
     return MeasureOutcome(Status.OK.value, samples_ms=list(benched.samples_ms) if benched else [])
 
 
-def _quantile_columns(timing: list[float]) -> dict[str, Any]:
-    """Timing columns from the autotuner's own bench (median, p20, p80 in ms; no samples)."""
+def _quantile_columns(timing: Any) -> dict[str, Any]:
+    """Timing columns from the autotuner's own bench (median, p20, p80 in ms; no samples; a
+    single figure is the median, see :func:`_timing_figures`)."""
     names = ("median_ms", "p20_ms", "p80_ms")
-    return {name: float(value) for name, value in zip(names, timing) if math.isfinite(value)}
+    return {name: value for name, value in zip(names, _timing_figures(timing)) if math.isfinite(value)}
 
 
 def first_of_each_id(configs: Sequence[Any]) -> list[int]:

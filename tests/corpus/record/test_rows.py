@@ -82,6 +82,16 @@ def test_gpu_event_rows_carry_the_autotuners_quantiles() -> None:
     assert run["autotune_cache_hit"] is False
 
 
+def test_a_users_bench_returning_one_float_is_recorded_as_the_median() -> None:
+    # triton.autotune(do_bench=lambda fn, quantiles: triton.testing.do_bench(fn)) ranks by one
+    # float per config; the rows raised TypeError ('float' object is not subscriptable)
+    rows = event_rows(_gelu_event([0.02, math.inf], cache_hit=False), CONTEXT, STARTED, {})  # type: ignore[list-item]
+    by_status = {m["status"]: m for m in rows.measurements}
+    assert by_status["ok"]["median_ms"] == 0.02 and by_status["ok"].get("p20_ms") is None
+    assert by_status["compile_error"]["error"] == INF_TIMING
+    assert rows.run["best_median_ms"] == 0.02
+
+
 def test_disk_cache_hit_is_a_run_without_measurements(tmp_path) -> None:
     rows = event_rows(
         _gelu_event([[0.02, 0.019, 0.021], [0.03, 0.029, 0.031]], cache_hit=True),
