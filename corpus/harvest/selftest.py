@@ -55,6 +55,14 @@ reach 0.8-0.9; much less means clocks held low, a shared GPU, or a MIG slice).""
 FLUSH_EFFECT = 1.05
 """The flushed small copy must take at least this factor longer than the unflushed one."""
 REPS = 20
+HOLD_MS = 0.5
+"""GPU time (ms) the L2-flush check holds the GPU busy before each rep of both arms, touching no
+memory (``torch.cuda._sleep``), so the host enqueues the copy before its start event fires:
+without it the unflushed arm, whose GPU idles between reps, timed Triton's host launch overhead
+(tens of us) instead of a 1 MiB copy (a few us), while the flushed arm's flush hid that overhead,
+and the check reported an L2 that the flush does not evict."""
+DEFAULT_SM_CLOCK_MHZ = 2000
+"""SM clock assumed for :data:`HOLD_MS` when the device reports none (more cycles: a longer hold)."""
 CACHE_FAMILY = "add_broadcast"
 """Suite family compiled by the compile-worker check (small, compiles in about a second)."""
 
@@ -276,6 +284,12 @@ def _bandwidth_check(device: str, lane: Lane) -> Verdict:
     )
 
 
+def hold_cycles(sm_clock_max_mhz: int | None, hold_ms: float = HOLD_MS) -> int:
+    """SM clock cycles that keep the GPU busy for ``hold_ms`` at its maximum SM clock (MHz; a
+    lower real clock only lengthens the hold)."""
+    return int(hold_ms * 1e3 * (sm_clock_max_mhz or DEFAULT_SM_CLOCK_MHZ))
+
+
 def _flush_check(device: str, facts: DeviceFacts) -> Verdict:
     from corpus.harvest.selftest_kernel import copy_launch
     from corpus.harvest.timing import CudaEventTimer, l2_flush_bytes
@@ -283,8 +297,9 @@ def _flush_check(device: str, facts: DeviceFacts) -> Verdict:
     src, dst = _copy_buffers(device, SMALL_COPY_BYTES)
     launch = copy_launch(src, dst)
     flush = l2_flush_bytes(facts.l2_bytes)
-    flushed = _median_ms(CudaEventTimer(device, flush), launch)
-    warm = _median_ms(CudaEventTimer(device, 0), launch)
+    cycles = hold_cycles(facts.sm_clock_max_mhz)
+    flushed = _median_ms(CudaEventTimer(device, flush, hold_cycles=cycles), launch)
+    warm = _median_ms(CudaEventTimer(device, 0, hold_cycles=cycles), launch)
     detail = (
         f"1 MiB copy: {flushed * 1e3:.1f} us flushed ({flush >> 20} MiB flush) vs "
         f"{warm * 1e3:.1f} us unflushed ({flushed / warm:.2f}x)"

@@ -179,16 +179,24 @@ HOST_TIMERS: dict[str, type[_HostClockTimer]] = {
 
 class CudaEventTimer:
     """CUDA events around each launch; before each rep the L2 is flushed by writing a buffer
-    of ``flush_bytes`` (>= 2x L2) and mutated inputs are restored, both outside the events."""
+    of ``flush_bytes`` (>= 2x L2) and mutated inputs are restored, both outside the events.
+
+    ``hold_cycles`` > 0: after the flush the GPU also spins that many SM clock cycles
+    (``torch.cuda._sleep``, which touches no memory), so the host has enqueued the launch
+    before the start event fires and the sample holds no host launch overhead, whether or not
+    a flush ran (the self-test's L2-flush check compares the two)."""
 
     kind = Timer.CUDA_EVENT.value
 
-    def __init__(self, device: Any, flush_bytes: int) -> None:
+    def __init__(self, device: Any, flush_bytes: int, *, hold_cycles: int = 0) -> None:
         import torch
 
+        if hold_cycles < 0:
+            raise ValueError(f"hold_cycles must be >= 0, got {hold_cycles}")
         self.torch = torch
         self.device = device
         self.l2_flush_bytes = flush_bytes
+        self.hold_cycles = hold_cycles
         words = max(flush_bytes // 4, 1)
         self.flush_buffer = (
             torch.empty(words, dtype=torch.int32, device=device) if flush_bytes else None
@@ -197,6 +205,8 @@ class CudaEventTimer:
     def _flush(self) -> None:
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()
+        if self.hold_cycles:
+            self.torch.cuda._sleep(self.hold_cycles)
 
     def prepare(self, launch: Launch) -> Launch:
         return launch

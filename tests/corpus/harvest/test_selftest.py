@@ -24,8 +24,10 @@ from corpus.harvest.selftest import (
     Verdict,
     _cache_entries,
     _compile_in_worker,
+    _flush_check,
     _run_checks,
     exit_code,
+    hold_cycles,
     run_self_test,
     self_test_config,
 )
@@ -115,6 +117,27 @@ def test_gpu_self_test_passes(tmp_path: Path) -> None:
     }
     assert not [v for v in verdicts.values() if v.verdict in (FAIL, SKIPPED)], verdicts
     assert verdicts["compile worker -> launch"].verdict == OK
+
+
+def test_the_flush_check_holds_the_gpu_busy_for_half_a_millisecond_per_rep() -> None:
+    assert hold_cycles(1980) == 990_000  # H100 SXM's max SM clock
+    assert hold_cycles(None) == 1_000_000  # unknown clock: 2 GHz assumed, a longer hold
+    from corpus.harvest.timing import CudaEventTimer
+
+    with pytest.raises(ValueError, match="hold_cycles"):
+        CudaEventTimer("cuda:0", 0, hold_cycles=-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_the_flush_check_finds_the_flushed_copy_slower() -> None:
+    """Both arms time the copy alone: without the hold, the unflushed arm timed Triton's host
+    launch overhead (the GPU idles between its reps) and came out slower than the flushed one."""
+    from corpus.harvest.device import cuda_facts
+
+    torch.cuda.set_device("cuda:0")
+    verdict = _flush_check("cuda:0", cuda_facts("cuda:0"))
+    assert verdict.verdict == OK, verdict.detail
 
 
 def test_self_test_refuses_harvest_options_it_would_ignore(tmp_path: Path, capsys) -> None:
