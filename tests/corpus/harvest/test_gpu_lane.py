@@ -63,3 +63,25 @@ def test_the_launched_binary_is_checked_against_the_compiled_one(lane: MeasureLa
     assert compiled.status == Status.OK.value and compiled.binary_hash
     assert lane.check(good, CONFIG, compiled.binary_hash).launch_verified is True
     assert lane.check(good, CONFIG, "0" * len(compiled.binary_hash)).launch_verified is False
+
+
+def test_a_cuda_graph_lane_times_a_checked_config():
+    """The CUDA-graph timer in the benchmark worker: warmup, capture, replays; a second request
+    for the config replays the graph captured by the first."""
+    graph_lane = MeasureLane(
+        "cuda:0",
+        execution(
+            suite=SUITE, devices=("cuda:0",), timer="cuda_graph", bench_timeout_s=120.0, warmup=2, l2_flush=True
+        ),
+        {},
+    )
+    try:
+        good = RunSetup("test_gpu_copy", {"N": 4096}, "float32", 0)
+        assert graph_lane.check(good, CONFIG, None).status == Status.OK.value
+        for _ in range(2):
+            timed = graph_lane.time(good, CONFIG, 5)
+            assert timed.status == Status.OK.value, timed.error
+            assert len(timed.samples_ms) == 5 and all(0 < s < 10 for s in timed.samples_ms)
+        assert not graph_lane.replaced
+    finally:
+        graph_lane.close()
