@@ -17,7 +17,7 @@ import platform
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from schemas.enums import DEVICE_INTERPRETER
 
@@ -87,6 +87,16 @@ class Lane:
         if not self.memory_bus_width_bits or not self.memory_clock_max_khz:
             return None
         return 2.0 * self.memory_clock_max_khz * 1e3 * self.memory_bus_width_bits / 8
+
+
+def with_smi_memory_clock(lane: Lane, facts: DeviceFacts) -> Lane:
+    """``lane`` with its maximum memory clock from nvidia-smi (``facts.mem_clock_max_mhz``)
+    when torch reports none (``cudaDeviceProp.memoryClockRate`` is deprecated since CUDA 12 and
+    gone from CUDA 13's, so a torch built on it may report no ``memory_clock_rate``), so that
+    the peak bandwidth is still known."""
+    if lane.memory_clock_max_khz or not facts.mem_clock_max_mhz:
+        return lane
+    return replace(lane, memory_clock_max_khz=facts.mem_clock_max_mhz * 1000)
 
 
 def target_mismatch(target: str, facts: DeviceFacts) -> str | None:

@@ -32,7 +32,14 @@ from rich.console import Console
 from rich.table import Table
 
 from corpus.errors import is_sticky
-from corpus.harvest.device import DeviceFacts, Lane, cuda_facts, cuda_lanes, interpreter_facts
+from corpus.harvest.device import (
+    DeviceFacts,
+    Lane,
+    cuda_facts,
+    cuda_lanes,
+    interpreter_facts,
+    with_smi_memory_clock,
+)
 from corpus.harvest.settings import (
     Settings,
     compiler_selected,
@@ -240,7 +247,7 @@ def _gpu_checks(device: str, config: SelfTestConfig, settings: Settings) -> list
     return _run_checks(
         [
             ("device facts", lambda: _facts_verdict(facts, lanes)),
-            ("copy bandwidth", lambda: _bandwidth_check(device, lanes[0])),
+            ("copy bandwidth", lambda: _bandwidth_check(device, with_smi_memory_clock(lanes[0], facts))),
             ("L2 flush", lambda: _flush_check(device, facts)),
             (
                 "compile worker -> launch",

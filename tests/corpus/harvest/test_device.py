@@ -3,6 +3,8 @@ lane per GPU, the peak-bandwidth formula; the live query is a GPU test."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -21,6 +23,7 @@ from corpus.harvest.device import (
     parse_smi_query,
     parse_visible_devices,
     target_mismatch,
+    with_smi_memory_clock,
 )
 from corpus.harvest.settings import SettingsError, read_settings
 
@@ -98,6 +101,15 @@ def test_peak_bandwidth_is_double_data_rate_times_bus_width() -> None:
     h100 = Lane("cuda:0", GPU0, GPU0, memory_bus_width_bits=5120, memory_clock_max_khz=2_619_000)
     assert h100.peak_bandwidth_bytes_per_s == pytest.approx(3.352e12, rel=1e-3)
     assert Lane("cuda:0", GPU0, GPU0).peak_bandwidth_bytes_per_s is None
+
+
+def test_a_lane_without_torchs_memory_clock_takes_nvidia_smis() -> None:
+    facts = replace(H100, mem_clock_max_mhz=2619)
+    lane = with_smi_memory_clock(Lane("cuda:0", GPU0, GPU0, memory_bus_width_bits=5120), facts)
+    assert lane.peak_bandwidth_bytes_per_s == pytest.approx(3.352e12, rel=1e-3)
+    reported = Lane("cuda:0", GPU0, GPU0, memory_bus_width_bits=5120, memory_clock_max_khz=1_000_000)
+    assert with_smi_memory_clock(reported, facts) is reported  # torch's own figure stands
+    assert with_smi_memory_clock(Lane("cuda:0", GPU0, GPU0), H100).peak_bandwidth_bytes_per_s is None
 
 
 def test_device_list_naming_one_gpu_twice_is_refused_before_looking_for_cuda() -> None:
