@@ -300,7 +300,8 @@ def test_a_ray_harvest_stopped_by_sigterm_says_how_many_runs_it_committed(local_
                               Console(file=io.StringIO())).planned)  # fmt: skip
     committed = committed_runs(str(out)).num_rows
     assert returned and returned[0] <= committed < planned, (returned, committed, planned)
-    assert kept(stopped.value).startswith(f"the {committed} run(s) it finished are committed;")
+    said = kept(stopped.value)
+    assert said.startswith(f"the {committed} run(s) it finished are committed;"), (said, printed.getvalue())
     rows = _committed(out)
     assert len(rows) == len(set(rows)) == 2 * committed  # (a rerun resumes: the local test's part)
     assert check_dataset(str(out)).ok
