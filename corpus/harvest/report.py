@@ -375,14 +375,18 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def best_configs_legend(timers: Iterable[str], with_default: bool) -> Table:
-    """What the best-config table's columns mean: units, the timer, the config shorthand."""
+def best_configs_legend(timers: Iterable[str], with_default: bool, no_default: bool = False) -> Table:
+    """What the best-config table's columns mean: units, the timer, the config shorthand.
+    ``no_default``: some run's speed-up is ``-`` (this harvest measured no default config ok
+    there, e.g. it measured what a ``--budget`` harvest skipped), which the legend then says."""
     meanings = "; ".join(TIME_MEANING.get(timer, f"{timer} timer") for timer in sorted(set(timers)))
+    # a bare "-" read as a failure or a bug; it only means this invocation has nothing to divide by
+    dash = "; -: this harvest measured no default config ok in the run" if no_default else ""
     rows = [
         ("ok", "configs measured ok / configs of the run"),
         ("best ms", f"the fastest config's median time per launch, in milliseconds: {meanings or 'no timer'}"),
         ("default ms", "the same for the family's default config"),
-        ("speed-up", "default config's ms / best ms"),
+        ("speed-up", f"default config's ms / best ms{dash}"),
         ("best config", "meta-parameters, then wN = num_warps, sN = num_stages"),
     ]
     return key_values(row for row in rows if with_default or row[0] != "default ms")
@@ -472,4 +476,6 @@ def print_summary(
     wide = print_table_or_listing(
         console, table, lambda: best_configs_listing(rows, console.width, with_dtype=one_dtype is None)
     )
-    print_trimmed(console, best_configs_legend((str(r.timing.get("timer", "")) for r in shown), with_default=wide))
+    timers = (str(r.timing.get("timer", "")) for r in shown)
+    no_default = any(row.best_ms is not None and row.default_ms is None for row in rows)
+    print_trimmed(console, best_configs_legend(timers, with_default=wide, no_default=no_default))

@@ -171,6 +171,20 @@ def test_a_ray_drivers_summary_shows_what_a_local_one_does(harvest):
     assert "best config per run" in ray_text and "summed over workers" in ray_text
 
 
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_speed_up_without_a_default_says_why_it_is_a_dash(harvest, width):
+    """A harvest that measures what a --budget harvest skipped measures no default config: its
+    speed-up is '-', which the legend explains (and only then)."""
+    outcome, _ = harvest
+    timing = {"timer": "thread_cpu", "timing_passes": 4, "reps_per_pass": 1}
+    without = BestOfRun("softmax", "M4_N1024", "float32", "5/5", 6.2, None, "BLOCK_M=4 BLOCK_N=512 w4 s2")
+    runs = [RunSummary(without, timing, 0)]
+    text = " ".join(render(width, lambda c: print_summary(c, outcome.totals, 75.0, "d", runs=runs)).split())
+    assert "-: this harvest measured no default config ok in the run" in text
+    plain = render(width, lambda c: print_summary(c, outcome.totals, 75.0, "d"))
+    assert "this harvest measured no default config" not in " ".join(plain.split())
+
+
 def test_the_timing_line_names_twins_only_when_there_are_some():
     best = BestOfRun("softmax", "M4", "float32", "2/2", 1.0, 2.0, "BLOCK=4 w4 s1")
     timing = {"timer": "thread_cpu", "timing_passes": 4, "reps_per_pass": 1}
