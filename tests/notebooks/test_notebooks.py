@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -21,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from traitlets.config import Config
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 EXPLORE = NOTEBOOKS / "01_explore_dataset.ipynb"
@@ -36,16 +36,33 @@ def dataset(request: pytest.FixtureRequest) -> str:
 
 
 def execute(path: Path) -> nbformat.NotebookNode:
-    """Run the notebook in a fresh python3 kernel from its own directory; raises on any error."""
+    """Run the notebook in a fresh python3 kernel from its own directory; raises on any error.
+
+    The kernel talks over IPC sockets, as ``make notebooks`` runs it: over TCP (nbclient's
+    default) ipykernel warns that the traffic is unencrypted. The sockets are named by an
+    absolute path in a directory of their own, since the kernel runs in notebooks/ and the
+    client here."""
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="kc-kernel-") as ipc:
+        config = Config()
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(Path(ipc) / "kernel")
+        client = NotebookClient(
+            notebook,
+            timeout=300,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+            config=config,
+        )
+        client.execute()
     return notebook
+
+
+def stream_text(notebook: nbformat.NotebookNode) -> str:
+    """Everything the notebook's cells printed, stdout and stderr (warnings included)."""
+    return "".join(
+        output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", [])
+    )
 
 
 def images(notebook: nbformat.NotebookNode) -> int:
@@ -91,9 +108,7 @@ def test_explore_notebook_runs(dataset: str, monkeypatch: pytest.MonkeyPatch) ->
     assert not errors(notebook)
     # latency per family, config landscape, speedup, throughput, IR graph
     assert images(notebook) == 5
-    text = "".join(
-        output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", [])
-    )
+    text = stream_text(notebook)
     assert f"dataset: {dataset}" in text, "the notebook did not read KERNEL_CORPUS_DATASET"
     found = re.search(r"^(\d+) GPU run\(s\), (\d+) interpreter run\(s\)", text, re.MULTILINE)
     assert found and int(found[1]) == 0 and int(found[2]) > 0, "interpreter runs not told apart"
@@ -128,9 +143,7 @@ def test_explore_notebook_gpu_branch(
 ) -> None:
     monkeypatch.setenv("KERNEL_CORPUS_DATASET", str(as_gpu_dataset(dataset, tmp_path / "gpu")))
     notebook = execute(EXPLORE)
-    text = "".join(
-        output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", [])
-    )
+    text = stream_text(notebook)
     found = re.search(r"^(\d+) GPU run\(s\), (\d+) interpreter run\(s\)", text, re.MULTILINE)
     assert found, "the throughput cell did not report its runs"
     assert int(found[1]) > 0 and int(found[2]) == 0, found[0]
@@ -138,7 +151,7 @@ def test_explore_notebook_gpu_branch(
 
 
 def test_cost_model_notebook_trains_and_ranks(
-    dataset: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dataset: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     results = tmp_path / "results"
     monkeypatch.setenv("KERNEL_CORPUS_DATASET", dataset)
@@ -148,6 +161,7 @@ def test_cost_model_notebook_trains_and_ranks(
     monkeypatch.setenv("KERNEL_CORPUS_TRAIN_CACHE", str(tmp_path / "cache"))
     notebook = execute(COST_MODEL)
     assert not errors(notebook)
+    assert "Kernel is running over TCP" not in capfd.readouterr().err  # the kernel's own log
     assert (results / "checkpoint" / "checkpoint.json").is_file(), "no model was trained"
     # predicted vs measured, Kendall tau histograms, top-k slowdown, unseen kernel's ranking
     assert images(notebook) == 4
