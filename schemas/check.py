@@ -685,16 +685,22 @@ def _summarize(tables: dict[str, pa.Table], report: CheckReport) -> None:
         report.facts["kernels"] = len(pc.unique(tables["kernels"].column("kernel_id")))
     if "runs" in tables:
         runs = tables["runs"]
-        report.facts["runs"] = runs.num_rows
-        report.facts["harvests"] = len(pc.unique(runs.column("harvest_id")))
-        report.facts["devices"] = dict(
-            Counter(
-                f"{n} ({a})" if n else f"unnamed device ({a})"  # e.g. a trace that names none
-                for n, a in zip(
-                    runs.column("device_name").to_pylist(), runs.column("arch").to_pylist()
-                )
+        # A run a later harvest extended (measuring what a --budget harvest skipped, resuming)
+        # has a row per harvest: counting rows said "runs: 12" of a dataset of 6 runs.
+        run_ids = runs.column("run_id").to_pylist()
+        report.facts["runs"] = len(set(run_ids))
+        if runs.num_rows != len(set(run_ids)):
+            report.facts["run rows"] = (
+                f"{runs.num_rows} (a run that several harvests measured has a row for each)"
             )
-        )
+        report.facts["harvests"] = len(pc.unique(runs.column("harvest_id")))
+        devices = {
+            (run_id, f"{n} ({a})" if n else f"unnamed device ({a})")  # e.g. a trace that names none
+            for run_id, n, a in zip(
+                run_ids, runs.column("device_name").to_pylist(), runs.column("arch").to_pylist()
+            )
+        }
+        report.facts["devices"] = dict(Counter(device for _, device in sorted(devices)))
     if "measurements" in tables:
         report.facts["statuses"] = dict(
             Counter(tables["measurements"].column("status").to_pylist())

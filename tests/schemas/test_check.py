@@ -28,11 +28,25 @@ def test_valid_dataset_passes_with_summary(dataset):
     report = check_dataset(dataset)
     assert report.ok, report.problems
     assert report.rows["measurements"] == 9
-    assert report.facts["runs"] == 3
+    assert report.facts["runs"] == 3 and "run rows" not in report.facts
     assert report.facts["statuses"] == {"ok": 6, "compile_error": 3}
     result = run_cli("check", dataset)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK" in result.stdout and "measurements" in result.stdout
+
+
+def test_runs_counts_runs_not_the_rows_of_several_harvests(dataset):
+    """A later harvest that extends a run (measuring what a --budget harvest skipped) commits a
+    second runs row for it: the summary counts the run once and says how many rows there are."""
+    later = sample_rows(0, harvest_id="h1")
+    writer = DatasetWriter(dataset)
+    writer.write("measurements", later["measurements"])
+    writer.commit_run(later["runs"])
+    report = check_dataset(dataset)
+    assert report.ok, report.problems
+    assert report.facts["runs"] == 3 and report.facts["harvests"] == 2
+    assert str(report.facts["run rows"]).startswith("4 (")
+    assert sum(report.facts["devices"].values()) == 3  # devices count runs too
 
 
 def test_corrupt_file_is_reported_by_name(dataset):
