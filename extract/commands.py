@@ -95,7 +95,8 @@ def describe(config: DescribeConfig, out: TextIO | None = None) -> IrGraph:
 
 
 def summary_table(graph: IrGraph, top_ops: int = 12) -> str:
-    """A readable table of a graph's facts and its most frequent operations."""
+    """A readable table of a graph's facts and its ``top_ops`` most frequent operations, the
+    rest counted on one line (named, when only one is left)."""
     facts = graph.facts()
     counts = graph.counts()
     rows = [
@@ -108,12 +109,13 @@ def summary_table(graph: IrGraph, top_ops: int = 12) -> str:
     ops = Counter(node.op_name for node in graph.nodes if node.node_kind == "op")
     lines.append("")
     lines.append(f"{'operation'.ljust(32)}  count")
-    for name, count in ops.most_common(top_ops):
+    # one op left over takes the line a "(1 other op)" would: name it instead
+    shown = ops.most_common(top_ops if len(ops) > top_ops + 1 else None)
+    for name, count in shown:
         lines.append(f"{str(name).ljust(32)}  {count}")
-    if len(ops) > top_ops:
-        lines.append(
-            f"{'(other ops)'.ljust(32)}  {sum(ops.values()) - sum(c for _, c in ops.most_common(top_ops))}"
-        )
+    if len(shown) < len(ops):
+        rest = f"({len(ops) - len(shown)} other ops)"
+        lines.append(f"{rest.ljust(32)}  {sum(ops.values()) - sum(c for _, c in shown)}")
     return "\n".join(lines) + "\n"
 
 

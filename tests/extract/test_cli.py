@@ -6,12 +6,15 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import networkx as nx
 import pytest
 
 from extract.cli import main
+from extract.commands import summary_table
+from extract.graph import IrGraph
 from tests.extract.conftest import HANDWRITTEN
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +56,19 @@ def test_summary_format(fixture_dir: Path, capsys: pytest.CaptureFixture[str]) -
     assert "entry_name           nested_loops_kernel" in out
     assert "num_loops            2" in out
     assert "scf.for" in out
+
+
+def test_summary_names_a_lone_leftover_op_and_counts_several(fixture_dir: Path) -> None:
+    """'(other ops) 1' hid one op behind a line of its own: one left over is named; two or more
+    are counted, with how many kinds they are."""
+    graph = IrGraph.from_file(fixture_dir / "nested_loops.sm_90.ttir")
+    ops = Counter(node.op_name for node in graph.nodes if node.node_kind == "op")
+    assert len(ops) >= 4
+    every = summary_table(graph, top_ops=len(ops) - 1)
+    assert "other ops" not in every and all(f"\n{name} " in every for name in ops)
+    rare = ops.most_common()[-2:]
+    folded = summary_table(graph, top_ops=len(ops) - 2).splitlines()[-1].split()
+    assert folded == ["(2", "other", "ops)", str(sum(count for _, count in rare))]
 
 
 def test_invalid_file_exits_nonzero_naming_file_and_line(
