@@ -66,9 +66,17 @@ def shown_columns(ranking: pl.DataFrame) -> list[str]:
                       if _has(ranking, c)]  # fmt: skip
 
 
+def by_run_label(ranking: pl.DataFrame) -> pl.DataFrame:
+    """``ranking`` with its runs in the order of their headings (family, shape, dtype, those it
+    has, then run_id), each run's configs by rank: as the harvest's summary lists runs, not in
+    the order of their run_id hashes."""
+    keys = [c for c in ("family", "shape_name", "dtype") if c in ranking.columns]
+    return ranking.sort([*keys, "run_id", "rank"], nulls_last=True, maintain_order=True)
+
+
 def ranking_table(ranking: pl.DataFrame, top: int) -> Table:
-    """The first ``top`` configs of every run of ``ranking`` (sorted by run_id, rank), a bold
-    heading row per run."""
+    """The first ``top`` configs of every run of ``ranking`` (runs by :func:`by_run_label`), a
+    bold heading row per run."""
     columns = shown_columns(ranking)
     p_valid, measured = "p runs" in columns, "measured ms" in columns
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
@@ -81,7 +89,7 @@ def ranking_table(ranking: pl.DataFrame, top: int) -> Table:
     if measured:
         table.add_column("measured ms", justify="right", no_wrap=True)
     current = None
-    for row in ranking.filter(pl.col("rank") <= top).iter_rows(named=True):
+    for row in by_run_label(ranking.filter(pl.col("rank") <= top)).iter_rows(named=True):
         if row["run_id"] != current:
             current = row["run_id"]
             table.add_row("", Text(run_label(row), style="bold"))

@@ -39,6 +39,18 @@ def test_runs_by_family_configs_by_knobs_failures_said():
     assert max(map(len, lines)) <= 80 and all(line == line.rstrip() for line in lines)
 
 
+def test_runs_are_listed_by_family_and_shape_not_by_run_id():
+    """Runs came in run_id order (a hash): softmax, cumsum, bias_gelu, softmax again ...; they
+    read as the harvest's summary lists them, family then shape."""
+    runs = [("a1", "softmax", "M7"), ("b2", "cumsum", "M5"), ("c3", "softmax", "M4")]
+    ranking = pl.concat([
+        _ranking(run_id=[run] * 3, family=[family] * 3, shape_name=[shape] * 3, dtype=["float32"] * 3)
+        for run, family, shape in runs
+    ])  # fmt: skip
+    headings = [line.strip() for line in _printed(ranking) if line.strip().endswith(" float32")]
+    assert headings == ["cumsum M5 float32", "softmax M4 float32", "softmax M7 float32"]
+
+
 def test_candidates_without_a_family_show_their_run_id_and_no_empty_columns():
     ranking = _ranking()
     assert shown_columns(ranking) == ["rank", "config", "predicted ms", "p runs"]
