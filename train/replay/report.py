@@ -96,6 +96,15 @@ def family_grid(table: Sequence[Mapping[str, Any]], strategies: Sequence[str]) -
     return Grid("per held-out family", ("family", "runs", *shown), cells)
 
 
+DASH = "-: in some run the strategy stopped before coming within 2% (auto does when it expects no gain)"
+"""What a ``-`` in the per-seed and per-family tables means: no finite count to average."""
+
+
+def _dash_meaning(grid: Grid) -> str:
+    """``; -: ...`` for a caption whose table holds a ``-`` (a bare dash read as a bug), else ''."""
+    return f"; {DASH}" if any(cell == "-" for row in grid.rows for cell in row) else ""
+
+
 def seed_grid(table: Sequence[Mapping[str, Any]], strategies: Sequence[str], max_families: int = 6) -> Grid | None:
     """Per seed: held-out runs and families, each strategy's ratio to random at 2% regret
     (None without a strategy besides random)."""
@@ -257,10 +266,11 @@ def build_doc(
         tables.append((f"`--budget auto` (stops when expected improvement < {threshold}):", auto))
     per_seed = seed_grid(seed_rows, strategies) if seed_rows else None
     if per_seed is not None:
-        caption = "Configs to reach 2% regret over random's, per seed (the *vs random* column averages these):"
-        tables.append((caption, per_seed))
-    caption = "Configs to reach 2% regret, per held-out family (pooled over seeds):"
-    tables.append((caption, family_grid(families, strategies)))
+        caption = "Configs to reach 2% regret over random's, per seed (the *vs random* column averages these"
+        tables.append((f"{caption}{_dash_meaning(per_seed)}):", per_seed))
+    per_family = family_grid(families, strategies)
+    caption = "Configs to reach 2% regret, per held-out family (pooled over seeds"
+    tables.append((f"{caption}{_dash_meaning(per_family)}):", per_family))
     return ReplayDoc(header, tuple(tables), tuple(meta.get("notes", [])))
 
 

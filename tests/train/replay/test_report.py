@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from train.replay.report import to_markdown, write_outputs
+from train.replay.report import DASH, to_markdown, write_outputs
 from train.replay.strategies import TOLERANCES, RunOutcome
 
 
@@ -93,3 +93,20 @@ def test_the_header_says_how_many_seeds_contributed_runs(tmp_path: Path) -> None
     assert "seeds 0, 1, 2 (2 of the 3 contributed runs, seed(s) 1 none to replay; 2 held-out runs" in header
     every = to_markdown(write_outputs(tmp_path, outcomes, ["random"], {**meta, "seeds": [0, 2]}))
     assert "seeds 0, 2 (2 held-out runs over all seeds, 8 configs)" in every
+
+
+def test_a_dash_in_the_per_seed_and_family_tables_is_explained(tmp_path: Path) -> None:
+    """auto stops when it expects no gain, sometimes before it is within 2% of the best: its
+    per-seed and per-family cells were a bare '-'; the captions now say what it means."""
+    outcomes = [
+        _outcome(0, "random", "softmax", 3.0), _outcome(0, "auto", "softmax", math.inf),
+        _outcome(1, "random", "cumsum", 3.0), _outcome(1, "auto", "cumsum", 2.0),
+    ]  # fmt: skip
+    markdown = to_markdown(write_outputs(tmp_path, outcomes, ["random", "auto"], {"seeds": [0, 1]}))
+    assert "| 0 | 1 | softmax | - |" in markdown
+    per_seed = next(line for line in markdown.splitlines() if line.startswith("Configs to reach 2% regret over"))
+    assert per_seed.endswith(f"averages these; {DASH}):")
+    per_family = next(line for line in markdown.splitlines() if "per held-out family" in line)
+    assert per_family.endswith(f"(pooled over seeds; {DASH}):")
+    every_run = [_outcome(0, "random", "softmax", 3.0), _outcome(0, "auto", "softmax", 2.0)]
+    assert DASH not in to_markdown(write_outputs(tmp_path, every_run, ["random", "auto"], {"seeds": [0]}))
