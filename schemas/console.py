@@ -47,8 +47,13 @@ def print_labelled(
 ) -> None:
     """Print ``label: message``, the label in ``style``, the message as text (``str(message)``),
     never as rich markup: messages hold paths, exception texts and problems, where brackets
-    (``runs[ds]``, ``[/tmp/x]``) are text, which rich would drop or stop on."""
-    console.print(Text.assemble((label, style), ": ", str(message)), soft_wrap=soft_wrap)
+    (``runs[ds]``, ``[/tmp/x]``) are text, which rich would drop or stop on. ``soft_wrap``
+    False: wrapped to the console's width, no line ending in the blank rich leaves at a break."""
+    text = Text.assemble((label, style), ": ", str(message))
+    if soft_wrap:
+        console.print(text, soft_wrap=True)
+    else:
+        print_trimmed(console, text)
 
 
 _TAG_AT = re.compile(r"\[[a-z#/@][^[]*?]")

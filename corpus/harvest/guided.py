@@ -31,13 +31,14 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.text import Text
 
 from corpus.guide.candidates import candidate_frames
 from corpus.harvest.compile_worker import CompileOutcome
 from corpus.harvest.plan import PlannedConfig, PlannedRun
 from corpus.harvest.report import BestOfRun
 from corpus.harvest.resume import BUDGET_SKIP
-from schemas.console import print_labelled
+from schemas.console import print_labelled, print_trimmed
 from schemas.enums import Status
 from train.guide import Budget, EiPolicy, EiSettings, GuideModel, hedged_order, score_candidates
 from train.guide.encoding import knob_matrix
@@ -324,18 +325,22 @@ class RunGuide:
         summary's line of each run)."""
         stats = self.stats
         if not stats.compiled:
-            console.print(
-                f"guided by model {self.model.name} (--budget {self.budget.text}): no config "
-                f"compiled in {stats.runs} run(s), nothing to rank",
-                markup=False,  # a checkpoint's name and the --budget typed: text
+            print_trimmed(  # Text: a checkpoint's name and the --budget typed are no markup
+                console,
+                Text(
+                    f"guided by model {self.model.name} (--budget {self.budget.text}): no config "
+                    f"compiled in {stats.runs} run(s), nothing to rank"
+                ),
             )
             return
         share = stats.benchmarked / stats.compiled
-        console.print(
-            f"guided by model {self.model.name} (--budget {self.budget.text}): benchmarked "
-            f"{stats.benchmarked} of {stats.compiled} compiled config(s) ({share:.0%}) in "
-            f"{stats.runs} run(s); an exhaustive harvest benchmarks all {stats.compiled}",
-            markup=False,
+        print_trimmed(  # wrapped, no line ending in a blank
+            console,
+            Text(
+                f"guided by model {self.model.name} (--budget {self.budget.text}): benchmarked "
+                f"{stats.benchmarked} of {stats.compiled} compiled config(s) ({share:.0%}) in "
+                f"{stats.runs} run(s); an exhaustive harvest benchmarks all {stats.compiled}"
+            ),
         )
         speedups = [
             row.default_ms / row.best_ms
@@ -344,9 +349,12 @@ class RunGuide:
         ]
         if speedups:
             mean = math.exp(float(np.mean(np.log(speedups))))
-            console.print(
-                f"best found: {mean:.2f}x faster than the default config (geometric mean over "
-                f"{len(speedups)} run(s); per run in the table above)"
+            print_trimmed(
+                console,
+                Text(
+                    f"best found: {mean:.2f}x faster than the default config (geometric mean over "
+                    f"{len(speedups)} run(s); per run in the table above)"
+                ),
             )
         for note, runs in stats.notes.most_common():
             print_labelled(

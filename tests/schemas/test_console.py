@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from schemas.__main__ import main
-from schemas.console import fill_markup, plain_text, print_error
+from schemas.console import fill_markup, plain_text, print_error, print_labelled
 
 
 def test_the_message_is_text_not_markup() -> None:
@@ -97,3 +97,14 @@ def test_doc_check_names_a_bracketed_out_as_it_is(tmp_path: Path) -> None:
     assert run_doc(out, check_only=False, console=console) == 0
     assert run_doc(out, check_only=True, console=console) == 0
     assert console.file.getvalue().splitlines()[-2:] == [f"wrote {out}", f"{out} is current"]
+
+
+def test_a_wrapped_labelled_line_ends_in_no_blank() -> None:
+    """rich broke 'note: this harvest measures 6,500 configs: ...' (the harvest's long-run
+    notice) at spaces it kept: every wrapped line but the last ended in a blank."""
+    out = io.StringIO()
+    message = "this harvest measures 6,500 configs: about 19 min 46 s here (estimated). For a first look"
+    print_labelled(Console(file=out, width=40), "note", "yellow", message, soft_wrap=False)
+    lines = out.getvalue().splitlines()
+    assert len(lines) > 1 and all(len(line) <= 40 and line == line.rstrip() for line in lines), lines
+    assert " ".join(lines) == f"note: {message}"

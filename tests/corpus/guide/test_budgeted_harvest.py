@@ -312,6 +312,24 @@ def test_a_summary_with_nothing_compiled_says_so(guide_model: Path) -> None:
     assert "0 of 0" not in console.file.getvalue()
 
 
+def test_the_guided_summary_wraps_with_no_line_ending_in_a_blank(guide_model: Path) -> None:
+    """On an 80-column terminal 'guided by model ...: benchmarked 8 of 24 ' ended in the blank
+    rich leaves where it breaks a line (so did 'best found: ...')."""
+    from corpus.harvest.guided import RunGuide
+    from corpus.harvest.report import BestOfRun
+    from train.guide import load_model, parse_budget
+
+    guide = RunGuide(load_model(guide_model), parse_budget("auto"))
+    guide.stats.runs, guide.stats.compiled, guide.stats.benchmarked = 3, 24, 8
+    best = [BestOfRun("softmax", "M4_N1024", "float32", "2/8", 3.0, 9.0, "BLOCK_M=4 w2 s1")]
+    console = Console(file=io.StringIO(), width=50)
+    guide.print_summary(console, best)
+    lines = console.file.getvalue().splitlines()
+    assert len(lines) > 2 and all(line == line.rstrip() and len(line) <= 50 for line in lines), lines
+    flat = " ".join(lines)
+    assert "benchmarked 8 of 24 compiled config(s) (33%) in 3 run(s)" in flat and "best found: 3.00x" in flat
+
+
 def test_configs_that_compile_to_one_graph_are_ranked(guide_model: Path, tmp_path: Path) -> None:
     """The gap: configs differing only in num_stages of a loop-free kernel (or maxnreg, or a
     pre_hook) share one IR graph; the candidates' IR tables held it once per config, the
