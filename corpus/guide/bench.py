@@ -19,11 +19,15 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console
+
 from schemas.argtypes import positive_int
+from schemas.console import print_labelled
 from schemas.helptext import plain
 
 BLOCKS_M = (1, 2, 4, 8, 16, 32)
@@ -165,8 +169,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not os.path.isfile(os.path.join(args.model, "checkpoint.json")):
         parser.error(f"--model {args.model}: no checkpoint.json there")
-    print(run_bench(BenchConfig(args.model, args.top_k, args.rows, args.cols, args.device)))
+    with warnings.catch_warnings(record=True) as caught:
+        table = run_bench(BenchConfig(args.model, args.top_k, args.rows, args.cols, args.device))
+    show_warnings(Console(stderr=True), caught)
+    print(table)
     return 0
+
+
+def show_warnings(console: Console, caught: Sequence[warnings.WarningMessage]) -> None:
+    """corpus.guide's warnings (``corpus.guide: ...``, what the model ranked without) as
+    ``warning:`` lines, as ``python -m train.predict`` prints them: Python's form named the
+    kernel's file and printed its ``@triton.jit`` line, which say nothing at a command line.
+    Any other warning is warned again, at its own place, as Python shows it."""
+    for item in caught:
+        if str(item.message).startswith("corpus.guide: "):
+            print_labelled(console, "warning", "yellow", str(item.message).removeprefix("corpus.guide: "))
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
 
 
 if __name__ == "__main__":

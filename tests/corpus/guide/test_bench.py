@@ -5,11 +5,18 @@ them, and the tuning-time ratio compared a cold tuner with a partly warm one."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from corpus.guide.bench import show_warnings
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -48,3 +55,18 @@ def test_each_tuning_autotunes_a_fresh_kernel_object_of_the_same_code() -> None:
     assert report == {
         "distinct": True, "same_code": [True, True], "benchmarked": [2, 2], "correct": [True, True],
     }  # fmt: skip
+
+
+def test_the_guides_warnings_are_warning_lines_others_stay_pythons() -> None:
+    """The bench printed corpus.guide's warnings as Python does: the kernel's file and line, then
+    its '@triton.jit' line. They are 'warning:' lines now (as train.predict's); a warning from
+    elsewhere keeps Python's form, location included."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn_explicit("corpus.guide: model m ranks the configs of k without inputs", UserWarning, __file__, 1)
+        warnings.warn("something else", DeprecationWarning, stacklevel=1)
+    out = io.StringIO()
+    with pytest.warns(DeprecationWarning, match="something else") as again:
+        show_warnings(Console(file=out, width=200), caught)
+    assert out.getvalue() == "warning: model m ranks the configs of k without inputs\n"
+    assert [w.filename for w in again] == [__file__]
