@@ -37,6 +37,10 @@ but did not benchmark (:mod:`corpus.harvest.guided`): measured by a later harves
 ``--budget``, done for a later budgeted one."""
 
 
+MEASURED_BEFORE = "config(s) measured before with the same bench settings, not measured again"
+"""The start line's count of configs a resumed harvest leaves alone (after the number)."""
+
+
 @dataclass(frozen=True)
 class ResumePlan:
     """What this harvest still has to do, and what it skips."""
@@ -59,11 +63,12 @@ class ResumePlan:
         """One line for the console: what is skipped and why."""
         parts = [f"{len(self.todo):,} run(s) to do"]
         measured = self.skipped_configs - self.budget_skipped
-        # A new dataset skips nothing: "0 run(s) complete; 0 config(s) already measured ...
-        # skipped" on every first harvest was noise to read past
+        # A new dataset skips nothing: "0 run(s) complete; 0 config(s) measured before ..." on
+        # every first harvest was noise to read past
         if self.complete_runs or measured:
             parts.append(f"{self.complete_runs:,} run(s) complete")
-            parts.append(f"{measured:,} config(s) already measured with the same bench settings skipped")
+            # not "... skipped": the progress bar's "skipped" is a status (configs ruled out)
+            parts.append(f"{measured:,} {MEASURED_BEFORE}")
         if self.budget_skipped:  # they were counted as measured, which they never were
             parts.append(self.budget_skip_text())
         for why, count in sorted(self.remeasured.items()):

@@ -132,7 +132,7 @@ def test_resume_measures_only_the_configs_not_yet_measured(tmp_path: Path):
     runs = {run_id for run_id, _ in first}
     assert len(first) == 2 * len(runs)
     printed = harvest_in_process(out, *args, "--max-configs", "4")
-    assert f"{len(first):,} config(s) already measured with the same bench settings skipped" in flat(printed)
+    assert f"{len(first):,} config(s) measured before with the same bench settings, not measured again" in flat(printed)
     table = read_table(str(out), "measurements", columns=["run_id", "config_id", "harvest_id"])
     keys = list(zip(table.column("run_id").to_pylist(), table.column("config_id").to_pylist()))
     assert len(keys) == len(set(keys)) == 4 * len(runs)  # 4 configs per run, none twice

@@ -135,7 +135,7 @@ def test_a_budgeted_rerun_says_which_configs_it_counts_done_without_a_measuremen
     again = resume_plan(out, [run], settings, budgeted=True)
     assert again.complete_runs == 1 and not again.todo
     described = again.describe()
-    assert "1 config(s) already measured with the same bench settings skipped" in described
+    assert "1 config(s) measured before with the same bench settings, not measured again" in described
     assert "2 config(s) an earlier --budget harvest left unbenchmarked" in described
     assert "a harvest without --budget measures them" in again.budget_skip_text()
     unbudgeted = resume_plan(out, [run], settings)
