@@ -56,6 +56,7 @@ from train.replay.strategies import (
     replay_run,
     run_inputs,
 )
+from train.replay.summary import one_benchmark_note
 from train.report_doc import few_runs_note
 from train.splits import assign_splits, split_frame, val_into_train
 from train.tables import HARVEST_MODES, load_samples, ranked_runs
@@ -644,6 +645,8 @@ def run_replay(
     few = _few_runs(runs, config.partition if selection.kind else "replayed")
     if few:
         notes.append(few)
+    if same := one_benchmark_note(runs.values()):
+        notes.append(same)
     meta = {
         "data": config.data,
         "model": selection.name,

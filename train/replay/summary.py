@@ -11,7 +11,7 @@ regret divided by random's, then averaged over seeds (the goal for model-guided 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +27,20 @@ GOAL = 0.25
 def budget_of(fraction: float, n_configs: int) -> int:
     """Benchmarks a budget of ``fraction`` of a run's ``n_configs`` allows: ceil, at least 1."""
     return max(1, math.ceil(fraction * n_configs - 1e-9))
+
+
+def one_benchmark_note(n_configs: Iterable[int]) -> str:
+    """A note for runs so small that every budget of :data:`FRACTIONS` is one benchmark (at
+    most 5 configs: 20 % of 5), where the *regret @ p%* columns all repeat the regret after the
+    first benchmark and read as a bug; '' otherwise. ``n_configs``: each replayed run's."""
+    sizes = list(n_configs)
+    if not sizes or any(budget_of(max(FRACTIONS), n) > 1 for n in sizes):
+        return ""
+    shares = " to ".join(f"{f:.0%}" for f in (min(FRACTIONS), max(FRACTIONS)))
+    return (
+        f"runs have at most {max(sizes)} configs: {shares} of a run's configs is one benchmark "
+        "in every run, so each regret @ p% column is the regret after the first benchmark"
+    )
 
 
 def regret_at(outcome: RunOutcome, fraction: float) -> float:

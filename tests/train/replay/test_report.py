@@ -11,6 +11,7 @@ import numpy as np
 
 from train.replay.report import DASH, to_markdown, write_outputs
 from train.replay.strategies import TOLERANCES, RunOutcome
+from train.replay.summary import FRACTIONS, budget_of, one_benchmark_note
 
 
 def _outcome(seed: int, strategy: str, family: str, needed: float) -> RunOutcome:
@@ -110,3 +111,12 @@ def test_a_dash_in_the_per_seed_and_family_tables_is_explained(tmp_path: Path) -
     assert per_family.endswith(f"(pooled over seeds; {DASH}):")
     every_run = [_outcome(0, "random", "softmax", 3.0), _outcome(0, "auto", "softmax", 2.0)]
     assert DASH not in to_markdown(write_outputs(tmp_path, every_run, ["random", "auto"], {"seeds": [0]}))
+
+
+def test_runs_too_small_for_the_regret_budgets_to_differ_get_a_note() -> None:
+    """On demo-dataset (4 configs a run) 1%, 5%, 10% and 20% of a run's configs are each one
+    benchmark, so the four regret columns repeat one figure: a note says why, and only then."""
+    note = one_benchmark_note([4, 4, 5])
+    assert note.startswith("runs have at most 5 configs: 1% to 20% of a run's configs is one benchmark")
+    assert budget_of(max(FRACTIONS), 5) == 1 and budget_of(max(FRACTIONS), 6) == 2
+    assert one_benchmark_note([4, 6]) == "" and one_benchmark_note([]) == ""
