@@ -21,6 +21,7 @@ ground truth.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -305,6 +306,41 @@ def default_out(
     if (root / META).is_file():
         return root / f"replay{suffix}"
     return root / REPLAYS / f"{selection.name}-{selection.kind}{suffix}"
+
+
+def data_location(data: str) -> str:
+    """``--data`` as ``replay.json`` records it (``meta.data_location``): a directory's absolute
+    path, so that a later replay from another working directory knows it; a URL as given."""
+    return data if "://" in data else str(Path(data).resolve())
+
+
+def other_data_problem(out: Path, data: str) -> str | None:
+    """Why the default output directory ``out`` must not take a replay of ``data``, or None.
+
+    The default names the model, not the data: a replay of the same model on another dataset
+    would replace the earlier one's files without a word. So it may replace only a replay of
+    the same dataset (a rerun); one of other data, or a ``replay.json`` that cannot tell, is
+    kept, and the replay asks for an ``--out`` of its own."""
+    path = out / "replay.json"
+    if not path.is_file():
+        return None  # nothing there yet, or a replay stopped before writing it: nothing to lose
+    try:
+        meta = json.loads(path.read_text()).get("meta", {})
+        # replay.json of an older version has no data_location: its data, as given, from here
+        earlier = str(meta.get("data_location") or meta["data"])
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return (
+            f"{out} (the default --out) holds a replay whose {path.name} does not say which "
+            f"dataset it replayed; give --out DIR for this replay of --data {data}, or remove "
+            f"{out} to replace it"
+        )
+    if _same_place(earlier, data):
+        return None
+    return (
+        f"{out} (the default --out) holds the replay of another dataset ({earlier}), which this "
+        f"replay of --data {data} would replace; give --out DIR to keep both, or remove {out} "
+        "to replace it"
+    )
 
 
 @dataclass(frozen=True)
@@ -649,6 +685,7 @@ def run_replay(
         notes.append(same)
     meta = {
         "data": config.data,
+        "data_location": data_location(config.data),
         "model": selection.name,
         "checkpoints": [m.model.name for m in models],
         "refit": any(bool(m.extra.get("refit")) for m in models),

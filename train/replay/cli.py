@@ -24,6 +24,7 @@ from train.replay.app import (
     check_config,
     default_out,
     missing_seeds,
+    other_data_problem,
     run_replay,
     select_checkpoints,
 )
@@ -69,7 +70,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
     parser.add_argument(
         "--out",
         help="write the report, tables and plot here (default: MODEL/replay/NAME-SPLIT for a "
-        "python -m train output, CHECKPOINT/replay for one checkpoint)",
+        "python -m train output, CHECKPOINT/replay for one checkpoint; a replay of other data "
+        "than the one there is refused without --out)",
     )
     parser.add_argument(
         "--strategies",
@@ -156,12 +158,14 @@ def parse_args(argv: Sequence[str] | None = None) -> ReplayConfig:
         check_config(config)
     except ValueError as exc:
         parser.error(str(exc))
+    problem = None
     if config.out is None:
         selection = select_checkpoints(Path(config.model), config.model_name, config.split)
         config = replace(
             config, out=str(default_out(Path(config.model), selection, config.partition, config.remeasured))
         )
-    problem = _out_clash(config) or out_problem(config.out)
+        problem = other_data_problem(Path(config.out), config.data)
+    problem = problem or _out_clash(config) or out_problem(config.out)
     if problem is not None:  # before the replay, not after it
         parser.error(problem)
     return config

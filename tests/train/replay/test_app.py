@@ -18,7 +18,7 @@ from tests.terminal import as_terminal, unstyled
 from train.checkpoint import write_meta
 from train.cli import main as train_main
 from train.predict import MissingInputsWarning, UnseenArchWarning, UnseenIrValuesWarning
-from train.replay.app import Selection, _warn_unless_unseen_ir, default_out
+from train.replay.app import Selection, _warn_unless_unseen_ir, default_out, other_data_problem
 from train.replay.cli import main
 from train.replay.strategies import STRATEGIES
 from train.replay.summary import FRACTIONS
@@ -528,6 +528,53 @@ def test_without_a_shipped_checkpoint_the_default_model_is_the_first_of_gnn_gnn_
 
     assert _default_name(tmp_path, ["mlp", "gnn-plain"]) == "gnn-plain"
     assert _default_name(tmp_path, ["mlp", "gnn"]) == "gnn"
+
+
+def test_a_replay_of_other_data_never_replaces_the_default_one(harvested, trained, tmp_path, capsys):
+    """The default --out names the model, not the data: replaying the model on another dataset
+    used to replace the replay of its own data without a word. Now that is refused before any
+    work, naming the folder and the data it holds; an --out of its own keeps both; the same
+    data (however its path is spelt) replaces its own replay, as any rerun does."""
+    model = _copy_output(trained, tmp_path / "model")
+    other = tmp_path / "other-data"
+    shutil.copytree(harvested, other)  # the same runs elsewhere: another dataset to the replay
+    quick = ["--model", str(model), "--strategies", "random,model"]
+    assert main(["--data", harvested, *quick]) == 0
+    default = model / "replay" / "gnn-family"
+    before = (default / "replay.json").read_bytes()
+    assert json.loads(before)["meta"]["data_location"] == str(Path(harvested).resolve())
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data", str(other), *quick])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{default} (the default --out) holds the replay of another dataset ({Path(harvested).resolve()})" in err
+    assert "give --out DIR to keep both" in err and "Traceback" not in err
+    assert (default / "replay.json").read_bytes() == before  # untouched
+    assert main(["--data", str(other), *quick, "--out", str(tmp_path / "on-other")]) == 0
+    kept = json.loads((tmp_path / "on-other" / "replay.json").read_text())
+    assert kept["meta"]["data_location"] == str(other.resolve())
+    (default / "replay.md").write_text("stale")
+    assert main(["--data", harvested.rstrip("/") + "/", *quick]) == 0  # a rerun on its own data
+    assert (default / "replay.md").read_text() != "stale"
+
+
+def test_a_default_out_whose_replay_json_cannot_tell_its_data_is_kept(tmp_path: Path) -> None:
+    """A replay.json of an older version (``data`` as given, no ``data_location``) is judged by
+    that path; one that names no dataset, or is no JSON, is kept rather than guessed about."""
+    out, data = tmp_path / "gnn-family", tmp_path / "data"
+    out.mkdir()
+    data.mkdir()
+    assert other_data_problem(out, str(data)) is None  # nothing there to lose
+    for text, problem in (
+        (json.dumps({"meta": {"data": str(data)}}), None),
+        (json.dumps({"meta": {"data": str(tmp_path / "elsewhere")}}), "holds the replay of another dataset"),
+        (json.dumps({"meta": {}}), "does not say which dataset"),
+        ("{not json", "does not say which dataset"),
+    ):
+        (out / "replay.json").write_text(text)
+        said = other_data_problem(out, str(data))
+        assert (said is None) if problem is None else (problem in str(said) and str(out) in str(said))
 
 
 def test_default_out_keeps_the_partitions_and_the_remeasured_reports_apart(tmp_path: Path) -> None:
