@@ -28,7 +28,16 @@ from rich.console import Console
 
 from schemas.argtypes import non_empty_csv
 from schemas.console import print_error
-from train.report_doc import Grid, pm_cell, print_grid, print_prose, shown_ks, trivial_ks_note
+from train.report_doc import (
+    Grid,
+    few_seeds_p_note,
+    p_cell,
+    pm_cell,
+    print_grid,
+    print_prose,
+    shown_ks,
+    trivial_ks_note,
+)
 from train.stats import Interval, Paired, paired, t_interval
 
 DEFAULT_METRICS = ("kendall_tau", "top1_slowdown", "top5_slowdown")
@@ -172,7 +181,7 @@ def _paired_cells(result: Paired | None, interval_cell: Callable[[Interval], str
     """Δ to the first entry, p-value, better/worse seeds (blank for the first entry)."""
     if result is None:
         return ["", "", ""]
-    p_value = "–" if result.p_value is None else f"{result.p_value:.3f}"
+    p_value = p_cell(result.p_value, result.diff.n)
     return [interval_cell(result.diff), p_value, f"{result.wins}/{result.losses}"]
 
 
@@ -275,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CompareError(
                 f"--metrics: {', '.join(unknown)} not in these results; they have {', '.join(sorted(known))}"
             )
+        p_note = few_seeds_p_note(len(check_pairs(entries))) if len(entries) > 1 else ""
+        note = " ".join(n for n in (note, p_note) if n) or None
         show(Console(), entries, metrics, note, split=args.split, partition=args.partition)
     except CompareError as exc:
         print_error(Console(stderr=True), str(exc))

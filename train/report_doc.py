@@ -116,6 +116,38 @@ def pm_cell(stats: Mapping[str, Any] | None, metric: str, signed: bool = False) 
     return text
 
 
+MIN_P_SEEDS = 5
+"""Fewest seeds (pairs) whose paired t-test p-value the reports print, ``python -m train``'s
+default seed count: on 2-4 per-seed differences the p-value rests wholly on their being
+normally distributed, which so few cannot show, and differences that happen to agree give a p
+near 0 that reads as strong evidence. ``metrics.json`` keeps the p-value whatever the count."""
+
+
+def p_cell(p_value: float | None, seeds: int) -> str:
+    """A paired comparison's p-value as the reports print it: ``<0.001`` below that rather
+    than a ``0.000`` that reads as certainty, ``n/a (N seeds)`` from fewer than
+    :data:`MIN_P_SEEDS` seeds (``seeds``: the pairs compared), ``–`` without one."""
+    if p_value is None:
+        return "–"
+    if seeds < MIN_P_SEEDS:
+        return f"n/a ({seeds} seeds)"
+    return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"
+
+
+def few_seeds_p_note(seeds: int) -> str:
+    """Why the p column says ``n/a`` with ``seeds`` seeds ('' with 1, which has no p, and from
+    :data:`MIN_P_SEEDS` up): the one wording for ``python -m train`` and ``train.compare``."""
+    if not 2 <= seeds < MIN_P_SEEDS:
+        return ""
+    return (
+        f"p is n/a with {seeds} seeds: a paired t-test on fewer than {MIN_P_SEEDS} per-seed "
+        "differences rests wholly on their being normally distributed, which so few cannot "
+        "show, and differences that happen to agree give a p near 0 that reads as strong "
+        f"evidence; train with --seeds {MIN_P_SEEDS} or more (the Δ interval and better/worse "
+        "still say what these seeds show)."
+    )
+
+
 def column_name(metric: str) -> str:
     """The report's name of a metric of metrics.json (``top3_slowdown`` -> ``top-3 slowdown``)."""
     found = TOPK.match(metric)
@@ -246,7 +278,7 @@ def paired_grid(payload: Mapping[str, Any], kind: str, partition: str) -> Grid |
             result = per_metric[metric]
             cells = (
                 pm_cell(result["diff"], metric, signed=True),
-                "–" if result["p_value"] is None else f"{result['p_value']:.3f}",
+                p_cell(result["p_value"], int(result["diff"]["n"])),
                 f"{result['wins']}/{result['losses']}",
             )
             long_rows.append((model if i == 0 else "", column_name(metric), *cells))
@@ -440,6 +472,10 @@ def report_notes(payload: Mapping[str, Any]) -> list[str]:
             notes.append(few)
         if len(per_seed) == 1:
             notes.append("one seed: no intervals and no paired comparison (use --seeds 3 or more).")
+        if payload.get("paired", {}).get(kind, {}).get(partition, {}).get("models"):
+            p_note = few_seeds_p_note(len(per_seed))
+            if p_note:
+                notes.append(p_note)
         unranked = sorted(seed for seed, runs in per_seed.items() if runs == 0)
         if unranked and len(unranked) < len(per_seed):
             notes.append(

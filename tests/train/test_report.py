@@ -76,8 +76,11 @@ def test_write_report_files(tmp_path):
     # mean ±half-interval per cell: seeds agree, so the interval is 0.
     assert "| model | 1.000 ±0.000 | 1.000 ±0.000 |" in report
     assert "each model minus random (the best baseline by tau), paired" in report
-    # the same difference on both seeds: no t-test; the exact sign test's p from 2 seeds, 0.5
-    assert "| model | tau | +1.000 ±0.000 | 0.500 | 2/0 |" in report
+    # the same difference on both seeds: no t-test; the exact sign test's p from 2 seeds, 0.5,
+    # kept in metrics.json; the report prints no p from fewer than 5 seeds, and says why
+    assert paired["models"]["model"]["kendall_tau"]["p_value"] == pytest.approx(0.5)
+    assert "| model | tau | +1.000 ±0.000 | n/a (2 seeds) | 2/0 |" in report
+    assert "p is n/a with 2 seeds" in report
     assert "![topk_slowdown.png](topk_slowdown.png)" in report
     for name in ("predicted_vs_measured.png", "kendall_tau_hist.png", "topk_slowdown.png"):
         data = (tmp_path / "out" / name).read_bytes()
@@ -215,7 +218,7 @@ def test_compare_shows_the_top_k_the_report_shows_and_says_why(tmp_path, capsys)
     # Asked for by name, a trivial k is shown, without the default's note.
     assert compare_main([f"a={tmp_path / 'base'}:m", "--metrics", "kendall_tau,top5_slowdown"]) == 0
     out = capsys.readouterr().out
-    assert "top5_slowdown" in out.splitlines()[0] and "Note:" not in out
+    assert "top5_slowdown" in out.splitlines()[0] and "Note:" not in out  # one entry: no p either
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -236,12 +239,15 @@ def test_compare_prints_tables_that_fit_the_terminal(tmp_path, capsys, monkeypat
     assert not any(line.startswith("|") for line in lines)
     words = " ".join(" ".join(lines).split())
     assert "family split, test runs" in words and "each entry minus a" in words
-    b_rows = [line for line in lines if "/" in line and not line.startswith(("a ", "entry"))]
+    table = lines[: next(i for i, line in enumerate(lines) if line.startswith("note "))]
+    b_rows = [line for line in table if "/" in line and not line.startswith(("a ", "entry"))]
     assert any("0/3" in line for line in b_rows)  # b worse on every seed in tau
     if width == 80:  # a row per entry and metric, the entry named on its first
         assert len(b_rows) == 3 and b_rows[0].startswith("b ") and "kendall_tau" in b_rows[0]
+        assert all("n/a (3 seeds)" in line for line in b_rows)  # 3 seeds: too few for a p
     else:
-        assert len(b_rows) == 1 and b_rows[0].count("/") == 3
+        assert len(b_rows) == 1 and b_rows[0].count(" 0/3") + b_rows[0].count(" 3/0") == 3
+        assert b_rows[0].count("n/a (3 seeds)") == 3
     assert "note runs have a median of 3 configs" in words and "shows top-1 and top-2" in words
 
 

@@ -10,7 +10,14 @@ import pytest
 from rich.console import Console
 
 from train.report import ModelResult, report_payload, write_report
-from train.report_doc import build_report, print_report, shown_ks, to_markdown
+from train.report_doc import (
+    build_report,
+    few_seeds_p_note,
+    p_cell,
+    print_report,
+    shown_ks,
+    to_markdown,
+)
 
 
 def _result(model: str, seed: int, kind: str, runs: int, configs: int, noise: float,
@@ -67,6 +74,51 @@ def test_wide_terminal_puts_a_model_per_paired_row():
     assert len(paired_rows) == 1 and paired_rows[0].count("/") >= 2  # tau and top-k wins
     # At 80 columns: a row per metric (the model named on its first only).
     assert sum(line.lstrip().startswith("top-") for line in narrow) >= 2
+
+
+def _tau_row(markdown: str, model: str) -> list[str]:
+    """The cells of ``model``'s tau row in the paired table of report.md."""
+    (row,) = [line for line in markdown.splitlines() if line.startswith(f"| {model} | tau | ")]
+    return [cell.strip() for cell in row.strip("|").split("|")]
+
+
+def _ranker(model: str, seed: int, reversed_runs: int, swapped_runs: int, runs: int = 1000) -> ModelResult:
+    """``model`` on ``runs`` runs of 3 configs, ranking the first ``reversed_runs`` backwards
+    (tau -1), the next ``swapped_runs`` with its two fastest swapped (tau 1/3), the rest right."""
+    run_ids = np.repeat([f"r{i}" for i in range(runs)], 3)
+    measured = np.tile([1.0, 2.0, 3.0], runs)
+    order = [[3.0, 2.0, 1.0]] * reversed_runs + [[2.0, 1.0, 3.0]] * swapped_runs
+    score = np.concatenate([np.ravel(order), measured[len(order) * 3 :]])
+    return ModelResult.from_arrays(model, "test", seed, run_ids, measured, score, split_kind="family")
+
+
+@pytest.mark.parametrize(("seeds", "runs"), [(2, 1000), (8, 100)])
+def test_a_p_value_is_printed_for_what_it_can_say(seeds, runs):
+    """A perfect ranker against one with half its runs backwards: per-seed differences that
+    nearly agree. From 2 seeds the paired t-test's p printed as 0.000, which reads as strong evidence
+    from two replicates; now it is n/a with a note saying why, and from 5 seeds up a p below
+    0.001 reads <0.001. metrics.json keeps the p-value as computed either way."""
+    results = [_ranker("gnn", seed, 0, 0, runs) for seed in range(seeds)]
+    results += [_ranker("random", seed, runs // 2, seed + 1, runs) for seed in range(seeds)]
+    payload = report_payload(results, {"data": "x"})
+    p_value = payload["paired"]["family"]["test"]["models"]["gnn"]["kendall_tau"]["p_value"]
+    assert 0 < p_value < 0.001  # what used to print as 0.000
+    markdown = to_markdown(build_report(payload))
+    _, _, _, p, wins = _tau_row(markdown, "gnn")
+    assert wins == f"{seeds}/0"
+    if seeds < 5:
+        assert p == f"n/a ({seeds} seeds)" and f"p is n/a with {seeds} seeds" in markdown
+    else:
+        assert p == "<0.001" and "p is n/a" not in markdown
+
+
+def test_p_cells_and_the_note_follow_the_seed_count():
+    assert [p_cell(None, 5), p_cell(0.0004, 5), p_cell(0.0004, 4), p_cell(0.01234, 10)] == [
+        "–", "<0.001", "n/a (4 seeds)", "0.012",
+    ]  # fmt: skip
+    assert p_cell(0.001, 5) == "0.001"  # the smallest p printed as a number
+    assert few_seeds_p_note(1) == few_seeds_p_note(5) == ""  # no p at all; a p shown
+    assert "fewer than 5 per-seed differences" in few_seeds_p_note(4)
 
 
 def test_topk_shown_only_below_the_runs_config_count():
