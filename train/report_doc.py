@@ -518,8 +518,8 @@ def report_legend(grids: Iterable[Grid]) -> list[tuple[str, str]]:
         "±": f"half-width of the {LEVEL * 100:.0f} % Student-t interval of the mean over seeds "
         "(none with one seed)",
         "Δ, p, better/worse": "paired per seed (same split, same held-out runs): the mean "
-        "difference to the best baseline ± its interval, the paired t-test's p-value, and the "
-        "seeds where the model is better / worse",
+        "difference to the best baseline ± its interval, the paired t-test's p-value (n/a "
+        f"from fewer than {MIN_P_SEEDS} seeds), and the seeds where the model is better / worse",
     }
     seen: dict[str, str] = {}
     for grid in grids:
