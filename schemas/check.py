@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from schemas.card import Card, card_losses, read_card
 from schemas.errors import DatasetError, FileVanishedError, MixedTimingError, StorageError
-from schemas.harvests import TIMED_AS, one_harvest, timed_alike
+from schemas.harvests import RECENCY, TIMED_AS, one_harvest, timed_alike
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import live_holders, maintenance_lock
 from schemas.reader import (
@@ -702,8 +702,35 @@ def _summarize(tables: dict[str, pa.Table], report: CheckReport) -> None:
         }
         report.facts["devices"] = dict(Counter(device for _, device in sorted(devices)))
     if "measurements" in tables:
-        report.facts["statuses"] = dict(
-            Counter(tables["measurements"].column("status").to_pylist())
-        )
+        _summarize_statuses(tables["measurements"], tables.get("runs"), report)
     if "ir_graphs" in tables:
         report.facts["ir_graphs"] = dict(Counter(tables["ir_graphs"].column("level").to_pylist()))
+
+
+def _summarize_statuses(measurements: pa.Table, runs: pa.Table | None, report: CheckReport) -> None:
+    """``statuses``: per status, the configs as readers' one-harvest view gives them
+    (``harvests='latest'``, what ``python -m train`` reads: committed rows, one per
+    (run_id, config_id)); ``superseded``: how many committed rows of earlier harvests that view
+    leaves out, when any. Counting every stored row said ``skipped: 30`` of a dataset whose
+    rerun had measured the 30 configs a ``--budget`` harvest skipped."""
+    if runs is None:  # unreadable runs (a problem already): no view to count in, so every row
+        report.facts["statuses"] = dict(Counter(measurements.column("status").to_pylist()))
+        return
+    committed = only_committed(measurements, runs).select(["run_id", "harvest_id", "config_id", "status"])
+    # The runs' finish times alone: the reader's choice without its refusal of a run timed two
+    # ways (_check_timing_views warns about that), so the summary still counts such a dataset.
+    latest = one_harvest("measurements", committed, "latest", runs.select(["run_id", "harvest_id", RECENCY]))
+    shown = Counter(latest.column("status").to_pylist())
+    report.facts["statuses"] = dict(shown)
+    superseded = Counter(committed.column("status").to_pylist()) - shown  # latest is a subset of committed
+    if superseded:
+        report.facts["superseded"] = (
+            f"{sum(superseded.values())} row(s) of earlier harvests ({_counted(superseded)}) whose "
+            "configs a later harvest measured: statuses count each config once, as "
+            "harvests='latest' reads them; harvests='all' keeps every row"
+        )
+
+
+def _counted(counts: Counter[str]) -> str:
+    """``counts`` as "skipped 30, ok 2", the largest first."""
+    return ", ".join(f"{name} {count}" for name, count in counts.most_common())

@@ -5,6 +5,7 @@ import io
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -30,6 +31,7 @@ def test_valid_dataset_passes_with_summary(dataset):
     assert report.rows["measurements"] == 9
     assert report.facts["runs"] == 3 and "run rows" not in report.facts
     assert report.facts["statuses"] == {"ok": 6, "compile_error": 3}
+    assert "superseded" not in report.facts  # one harvest: nothing to supersede
     result = run_cli("check", dataset)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK" in result.stdout and "measurements" in result.stdout
@@ -47,6 +49,43 @@ def test_runs_counts_runs_not_the_rows_of_several_harvests(dataset):
     assert report.facts["runs"] == 3 and report.facts["harvests"] == 2
     assert str(report.facts["run rows"]).startswith("4 (")
     assert sum(report.facts["devices"].values()) == 3  # devices count runs too
+    # measured again (as --no-resume does): each config counted once, the earlier rows in one line
+    assert report.facts["statuses"] == {"ok": 6, "compile_error": 3}
+    assert str(report.facts["superseded"]).startswith("3 row(s) of earlier harvests (ok 2, compile_error 1) ")
+
+
+def test_statuses_count_configs_as_the_latest_view_reads_them(dataset):
+    """The gap: a --budget harvest writes the configs it leaves out as skipped rows, and a later
+    harvest measures them; the summary counted every stored row, so "skipped: 2" stayed after
+    the rerun and a reader took those configs for unmeasured. Statuses now count the view
+    readers train on (harvests='latest'), and one line says how many earlier rows it leaves out."""
+    from datetime import datetime, timedelta, timezone
+
+    from schemas import read_table
+
+    budgeted = sample_rows(7)
+    for row in budgeted["measurements"][1:]:  # the budget measured config 0 (a compile error) only
+        row.update(status="skipped", median_ms=None, error="not benchmarked: --budget 1")
+    finished = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    budgeted["runs"][0]["finished_at"] = finished
+    write_rows(DatasetWriter(dataset), budgeted)
+    assert check_dataset(dataset).facts["statuses"] == {"ok": 6, "compile_error": 4, "skipped": 2}
+    rerun = sample_rows(7, n_configs=3, harvest_id="h1")  # the later harvest measures the skipped two
+    rerun["measurements"] = rerun["measurements"][1:]
+    rerun["runs"][0] |= {"n_configs": 2, "finished_at": finished + timedelta(hours=1)}
+    write_rows(DatasetWriter(dataset), rerun)
+
+    report = check_dataset(dataset)
+    assert report.ok, report.problems
+    latest = read_table(dataset, "measurements", columns=["status"], harvests="latest")
+    assert report.facts["statuses"] == {"ok": 8, "compile_error": 4}
+    assert report.facts["statuses"] == Counter(latest.column("status").to_pylist())  # the reader's view
+    assert str(report.facts["superseded"]).startswith("2 row(s) of earlier harvests (skipped 2) ")
+    printed = run_cli("check", dataset).stdout
+    (statuses,) = (line for line in printed.splitlines() if line.startswith("statuses: "))
+    assert "'ok': 8" in statuses and "'compile_error': 4" in statuses and "skipped" not in statuses
+    flat = " ".join(printed.split())
+    assert "superseded: 2 row(s) of earlier harvests (skipped 2) whose configs a later harvest measured" in flat
 
 
 def test_corrupt_file_is_reported_by_name(dataset):
@@ -129,6 +168,7 @@ def test_uncommitted_rows_are_a_warning_not_a_problem(dataset):
     report = check_dataset(dataset)
     assert report.ok
     assert any("uncommitted runs (an interrupted harvest" in w for w in report.warnings)
+    assert report.facts["statuses"] == {"ok": 6, "compile_error": 3}  # readers do not see them either
 
 
 HOLD_A_LOCK = """

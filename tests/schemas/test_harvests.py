@@ -309,6 +309,9 @@ def test_a_run_whose_latest_configs_were_timed_in_different_ways_is_refused(tmp_
     assert read_table(root, "measurements", harvests="all").num_rows == 4
     report = check_dataset(root)  # the rows are sound; the views training reads are refused
     assert any("timed in different ways, e.g. run_id=r1" in w for w in report.warnings)
+    # ... and the summary still counts the latest harvest's configs, naming the row h2 replaced
+    assert report.facts["statuses"] == {"ok": 3}
+    assert str(report.facts["superseded"]).startswith("1 row(s) of earlier harvests (ok 1) ")
     writer.write("measurements", [_measurement("r2", "h4", C0, None, "compile_error", "boom")])
     writer.commit_run([_run("r2", "h4", 3, 1) | {"timer": "wall", "l2_flush_bytes": 0}])
     writer.write("measurements", [_measurement("r2", "h5", C1, [3.0])])
