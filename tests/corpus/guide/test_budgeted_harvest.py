@@ -25,6 +25,7 @@ from corpus.harvest.app import GuideRefused, HarvestConfig, HarvestError, run_ha
 from corpus.harvest.resume import BUDGET_SKIP
 from corpus.harvest.settings import read_settings
 from schemas import read_table
+from schemas.check import check_dataset
 from train.predict import (
     MissingInputsWarning,
     UnseenArchWarning,
@@ -89,6 +90,9 @@ def test_budget_then_rerun_without_budget(guide_model: Path, tmp_path: Path) -> 
     assert pooled.height == 12 and set(pooled["status"]) == {"ok"}
     measured = rows(out, "all").filter(pl.col("status") != "skipped")
     assert measured.select("run_id", "config_id").is_duplicated().sum() == 0  # none measured twice
+    checked = check_dataset(str(out))  # its summary counts the configs as measured now, not the skips
+    assert checked.ok and checked.facts["statuses"] == {"ok": 12}, checked.problems
+    assert str(checked.facts["superseded"]).startswith("6 row(s) of earlier harvests (skipped 6) ")
 
 
 def test_a_budgeted_harvest_on_ray_plans_as_one_machine_does(guide_model: Path, ray_cluster, tmp_path: Path) -> None:
