@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from schemas.errors import DatasetError, StorageError, failure_reason
+from schemas.harvests import RECENCY, latest_statuses
 from schemas.paths import relative_path, relativize_free_text
 from schemas.reader import read_table
 from schemas.storage import Location, resolve
@@ -94,8 +95,9 @@ _RUN_FACTS = {
 @dataclass
 class Card:
     """What the card says. ``rows``: committed rows per table (content-keyed tables counted
-    once per key); the ``Counter``-like dicts map a value to its number of runs (or
-    measurements, for ``statuses``)."""
+    once per key); the ``Counter``-like dicts map a value to its number of runs (or, for
+    ``statuses``, of configs as ``harvests='latest'`` gives them: each once, from its latest
+    harvest, as ``check``'s summary counts them)."""
 
     title: str = DEFAULT_TITLE
     license: str = DEFAULT_LICENSE
@@ -174,7 +176,11 @@ def build_card(url: str, *, previous: Card | None = None) -> Card:
     card.first_started_at = _iso(pc.min(runs["started_at"]).as_py()) if runs.num_rows else None
     card.last_finished_at = _iso(pc.max(runs["finished_at"]).as_py()) if runs.num_rows else None
     if _has_table(loc, "measurements"):
-        card.statuses = _counts(read_table(url, "measurements", columns=["status"]), "status")
+        # each config once, as train reads it: a later harvest's rows replace those of the
+        # configs an earlier one skipped (--budget) or measured before
+        committed = read_table(url, "measurements", columns=["run_id", "harvest_id", "config_id", "status"])
+        recency = read_table(url, "runs", columns=["run_id", "harvest_id", RECENCY])
+        card.statuses = _counts_of(Counter(latest_statuses(committed, recency)[0]).elements())
     if _has_table(loc, "kernels"):
         card.suites = _counts(read_table(url, "kernels", columns=["suite"]), "suite")
     card.updated_at = _iso(datetime.now(timezone.utc))

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from schemas.card import Card, card_losses, read_card
 from schemas.errors import DatasetError, FileVanishedError, MixedTimingError, StorageError
-from schemas.harvests import RECENCY, TIMED_AS, one_harvest, timed_alike
+from schemas.harvests import TIMED_AS, latest_statuses, one_harvest, timed_alike
 from schemas.keys import CONTENT_KEYED, RepeatedKeys, conflicting_copies, dedupe, repeated_keys
 from schemas.locking import live_holders, maintenance_lock
 from schemas.reader import (
@@ -716,16 +716,11 @@ def _summarize_statuses(measurements: pa.Table, runs: pa.Table | None, report: C
     if runs is None:  # unreadable runs (a problem already): no view to count in, so every row
         report.facts["statuses"] = dict(Counter(measurements.column("status").to_pylist()))
         return
-    committed = only_committed(measurements, runs).select(["run_id", "harvest_id", "config_id", "status"])
-    # The runs' finish times alone: the reader's choice without its refusal of a run timed two
-    # ways (_check_timing_views warns about that), so the summary still counts such a dataset.
-    latest = one_harvest("measurements", committed, "latest", runs.select(["run_id", "harvest_id", RECENCY]))
-    shown = Counter(latest.column("status").to_pylist())
-    report.facts["statuses"] = dict(shown)
-    superseded = Counter(committed.column("status").to_pylist()) - shown  # latest is a subset of committed
+    shown, superseded = latest_statuses(only_committed(measurements, runs), runs)
+    report.facts["statuses"] = shown
     if superseded:
         report.facts["superseded"] = (
-            f"{sum(superseded.values())} row(s) of earlier harvests ({_counted(superseded)}) whose "
+            f"{sum(superseded.values())} row(s) of earlier harvests ({_counted(Counter(superseded))}) whose "
             "configs a later harvest measured: statuses count each config once, as "
             "harvests='latest' reads them; harvests='all' keeps every row"
         )

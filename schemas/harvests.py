@@ -38,6 +38,7 @@ Pure functions over pyarrow tables; the reader does the IO.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -451,3 +452,20 @@ def _summary(rows: pa.Table) -> pa.Table:
     default = pa.table({"run_id": default.column("run_id"), "default_median_ms": default.column("median_ms_min")})
     summary = summary.join(best, keys="run_id", join_type="left outer")
     return summary.join(default, keys="run_id", join_type="left outer")
+
+
+def latest_statuses(committed: pa.Table, recency: pa.Table) -> tuple[dict[str, int], dict[str, int]]:
+    """Per status, how many configs the one-harvest view gives (``harvests='latest'``, what
+    ``python -m train`` reads: one row per (run_id, config_id)), and how many rows of earlier
+    harvests that view leaves out. ``committed``: measurements of committed runs (``run_id``,
+    ``harvest_id``, ``config_id``, ``status``); ``recency``: ``runs``' ``run_id``,
+    ``harvest_id`` and :data:`RECENCY`. By finish time alone, without the refusal of a run
+    timed two ways: counting must not fail on a dataset ``check`` only warns about. Counting
+    every stored row said ``skipped: 30`` of a dataset whose rerun had measured the 30 configs
+    a ``--budget`` harvest skipped."""
+    rows = committed.select(["run_id", "harvest_id", "config_id", "status"])
+    latest = one_harvest("measurements", rows, "latest", recency.select(["run_id", "harvest_id", RECENCY]))
+    shown = Counter(latest.column("status").to_pylist())
+    superseded = Counter(rows.column("status").to_pylist()) - shown  # latest is a subset of rows
+    return dict(shown), dict(superseded)
+
