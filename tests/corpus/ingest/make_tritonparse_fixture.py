@@ -134,23 +134,25 @@ def generate_launch_traced(folder: Path, winner: int) -> Path:
 
     tuner = workload.gelu_kernel
     configs = tuner.configs[:2]
-    knobs.compilation.always_compile, always = True, knobs.compilation.always_compile
-    tsl.init(str(folder), enable_full_python_source=True, enable_trace_launch=True)
-    try:
-        compiled = [_compiled(tuner.fn, config) for config in configs]
-        timings = {config: [0.02, 0.019, 0.021] for config in configs}
-        timings[configs[winner]] = [0.01, 0.009, 0.011]
-        key = (100, "torch.float32", "torch.float32")
-        tsl._autotune_listener(fn=tuner.fn, key=key, best_config=configs[winner], configs_timings=timings,
-                               duration=0.5, cache_hit=False)  # fmt: skip
-        x = torch.randn(100)
-        bound = {"x_ptr": x, "out_ptr": torch.empty_like(x), "n_elements": 100, **configs[winner].kwargs}
-        launch = LazyDict({"name": compiled[winner].name, "function": None, "stream": 0})
-        launch.add(tsl.add_launch_metadata, ((2, 1, 1), compiled[winner].metadata, bound))
-        knobs.runtime.launch_enter_hook(launch)  # tritonparse's LaunchHookImpl
-    finally:
-        tsl.clear_logging_config()
-        knobs.compilation.always_compile = always
+    # scopes: this runs inside the test process, where an override left in a knob's instance
+    # (always_compile, tritonparse's launch hooks) would change later tests' compiles
+    with knobs.compilation.scope(), knobs.runtime.scope():
+        knobs.compilation.always_compile = True
+        tsl.init(str(folder), enable_full_python_source=True, enable_trace_launch=True)
+        try:
+            compiled = [_compiled(tuner.fn, config) for config in configs]
+            timings = {config: [0.02, 0.019, 0.021] for config in configs}
+            timings[configs[winner]] = [0.01, 0.009, 0.011]
+            key = (100, "torch.float32", "torch.float32")
+            tsl._autotune_listener(fn=tuner.fn, key=key, best_config=configs[winner], configs_timings=timings,
+                                   duration=0.5, cache_hit=False)  # fmt: skip
+            x = torch.randn(100)
+            bound = {"x_ptr": x, "out_ptr": torch.empty_like(x), "n_elements": 100, **configs[winner].kwargs}
+            launch = LazyDict({"name": compiled[winner].name, "function": None, "stream": 0})
+            launch.add(tsl.add_launch_metadata, ((2, 1, 1), compiled[winner].metadata, bound))
+            knobs.runtime.launch_enter_hook(launch)  # tritonparse's LaunchHookImpl
+        finally:
+            tsl.clear_logging_config()
     return next(folder.glob("*.ndjson"))
 
 
