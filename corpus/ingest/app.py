@@ -260,8 +260,11 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
     under another run_id with the same outcomes (:mod:`schemas.tunings`: the trace imported
     whole first, then a copy cut before the tuning's launch)."""
     committed = committed_harvests(out)
-    tunings = _committed_tunings(out)
-    left = _uncommitted_measurements(out, committed)
+    # one read of the stored measurements serves both: every row (an interrupted import's too)
+    columns = sorted({*TABLES["measurements"].identity, *MEASUREMENT_COLUMNS})
+    stored = read_existing(out, "measurements", columns, committed_only=False)
+    tunings = _committed_tunings(out, stored)
+    left = _uncommitted_measurements(stored, committed)
     occurrences: Counter[str] = Counter()
     alike: Counter[tuple[str, str]] = Counter()
     alike_earlier: Counter[tuple[str, str]] = Counter()
@@ -313,10 +316,10 @@ def _write_runs(runs: list[ImportedRun], sink: RunWriter, summary: IngestSummary
         summary.measurements += 0 if resumed else len(rows.measurements)
 
 
-def _committed_tunings(out: str) -> dict[Tuning | None, set[str]]:
-    """Identity -> run_ids of the tunings imports committed in ``out`` (:mod:`schemas.tunings`)."""
+def _committed_tunings(out: str, measurements: pa.Table | None) -> dict[Tuning | None, set[str]]:
+    """Identity -> run_ids of the tunings imports committed in ``out`` (:mod:`schemas.tunings`;
+    ``measurements``: ``out``'s stored rows, uncommitted ones too, which it leaves out)."""
     runs = read_existing(out, "runs", RUN_COLUMNS)
-    measurements = read_existing(out, "measurements", MEASUREMENT_COLUMNS)
     if runs is None or measurements is None:
         return {}
     found = imported_tunings(runs, measurements)
@@ -359,13 +362,12 @@ def _identities(rows: list[dict[str, Any]] | pa.Table) -> list[tuple[Any, ...]]:
 
 
 def _uncommitted_measurements(
-    out: str, committed: set[tuple[str, str]]
+    stored: pa.Table | None, committed: set[tuple[str, str]]
 ) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
-    """(run_id, harvest_id) -> :func:`_identities` of ``out``'s measurement rows whose run has
-    no ``runs`` row (an interrupted writer's; ``committed``: the committed runs' keys). Only
-    those rows reach Python: a large dataset usually holds none."""
-    names = list(TABLES["measurements"].identity)
-    stored = read_existing(out, "measurements", names, committed_only=False)
+    """(run_id, harvest_id) -> :func:`_identities` of the measurement rows ``stored`` (a
+    dataset's, uncommitted ones too) whose run has no ``runs`` row (an interrupted writer's;
+    ``committed``: the committed runs' keys). Only those rows reach Python: a large dataset
+    usually holds none."""
     if stored is None or stored.num_rows == 0:
         return {}
     keys = list(committed)
