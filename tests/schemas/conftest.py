@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from schemas import DatasetWriter
@@ -53,6 +55,21 @@ def write_rows(writer: DatasetWriter, rows: dict[str, list[dict]]) -> None:
     for table in ("kernels", "ir_graphs", "ir_nodes", "ir_edges", "measurements"):
         writer.write(table, rows[table])
     writer.commit_run(rows["runs"])
+
+
+def budget_then_rerun() -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """The rows of a --budget harvest of run 7 (config 0 measured, the other two ``skipped``)
+    and of a later harvest that measures the two it skipped, finished an hour after (for
+    :func:`write_rows`, in that order)."""
+    budgeted = sample_rows(7)
+    for row in budgeted["measurements"][1:]:  # the budget measured config 0 (a compile error) only
+        row.update(status="skipped", median_ms=None, error="not benchmarked: --budget 1")
+    finished = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    budgeted["runs"][0]["finished_at"] = finished
+    rerun = sample_rows(7, n_configs=3, harvest_id="h1")  # the later harvest measures the skipped two
+    rerun["measurements"] = rerun["measurements"][1:]
+    rerun["runs"][0] |= {"n_configs": 2, "finished_at": finished + timedelta(hours=1)}
+    return budgeted, rerun
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from schemas.card import (
     write_card,
 )
 from schemas.tables import SCHEMA_VERSION, TABLES
-from tests.schemas.conftest import sample_rows, write_rows, write_run
+from tests.schemas.conftest import budget_then_rerun, sample_rows, write_rows, write_run
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "v1_dataset"
 
@@ -169,18 +169,9 @@ def test_card_statuses_count_each_config_once_as_train_reads_them(dataset: str) 
     """A --budget harvest writes the configs it leaves out as skipped rows; a later harvest
     measures them. The card counted every stored row, so its "Measurement status" kept saying
     skipped for configs measured since; it counts the view train reads (harvests='latest')."""
-    from datetime import datetime, timedelta, timezone
-
-    budgeted = sample_rows(7)
-    for row in budgeted["measurements"][1:]:  # the budget measured config 0 only
-        row.update(status="skipped", median_ms=None, error="not benchmarked: --budget 1")
-    finished = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    budgeted["runs"][0]["finished_at"] = finished
+    budgeted, rerun = budget_then_rerun()
     write_rows(DatasetWriter(dataset), budgeted)
     assert write_card(dataset).statuses["skipped"] == 2
-    rerun = sample_rows(7, n_configs=3, harvest_id="h1")  # the later harvest measures the two
-    rerun["measurements"] = rerun["measurements"][1:]
-    rerun["runs"][0] |= {"n_configs": 2, "finished_at": finished + timedelta(hours=1)}
     write_rows(DatasetWriter(dataset), rerun)
 
     card = write_card(dataset)

@@ -18,7 +18,7 @@ from schemas.storage import resolve, write_atomic
 from schemas.tables import TABLES
 from schemas.writer import conform, new_writer_id, with_file_metadata
 
-from .conftest import sample_rows, write_rows
+from .conftest import budget_then_rerun, sample_rows, write_rows
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -59,20 +59,11 @@ def test_statuses_count_configs_as_the_latest_view_reads_them(dataset):
     harvest measures them; the summary counted every stored row, so "skipped: 2" stayed after
     the rerun and a reader took those configs for unmeasured. Statuses now count the view
     readers train on (harvests='latest'), and one line says how many earlier rows it leaves out."""
-    from datetime import datetime, timedelta, timezone
-
     from schemas import read_table
 
-    budgeted = sample_rows(7)
-    for row in budgeted["measurements"][1:]:  # the budget measured config 0 (a compile error) only
-        row.update(status="skipped", median_ms=None, error="not benchmarked: --budget 1")
-    finished = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    budgeted["runs"][0]["finished_at"] = finished
+    budgeted, rerun = budget_then_rerun()
     write_rows(DatasetWriter(dataset), budgeted)
     assert check_dataset(dataset).facts["statuses"] == {"ok": 6, "compile_error": 4, "skipped": 2}
-    rerun = sample_rows(7, n_configs=3, harvest_id="h1")  # the later harvest measures the skipped two
-    rerun["measurements"] = rerun["measurements"][1:]
-    rerun["runs"][0] |= {"n_configs": 2, "finished_at": finished + timedelta(hours=1)}
     write_rows(DatasetWriter(dataset), rerun)
 
     report = check_dataset(dataset)
